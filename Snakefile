@@ -1,0 +1,40 @@
+# benchflow: model x config x dtype x SKU x backend x recipe benchmarks.
+# The rules say what is built from what; workflow/ says how. In this file the global
+# name `workflow` is Snakemake's object, so the package is only ever from-imported.
+from workflow.paths import REPORT, case_path
+from workflow.snakefile_support import load_suite_or_exit, package_version
+
+# The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
+# validated against config/schema.yaml before any job is scheduled.
+SUITE = load_suite_or_exit(workflow.overwrite_configfiles, workflow.config_settings.config)
+# Scripts read settings that must not invalidate results (timeouts) from here.
+config.clear()
+config.update(SUITE.config)
+
+# Tool versions are params: upgrading torch reruns every export, upgrading
+# iree-base-compiler every compile, the runtime every timing and verification.
+TORCH_VERSION = package_version("torch")
+IREE_COMPILER_VERSION = package_version("iree-base-compiler")
+IREE_RUNTIME_VERSION = package_version("iree-base-runtime")
+
+wildcard_constraints:
+    sku=r"[A-Za-z0-9_.-]+",
+    backend=r"[A-Za-z0-9_.-]+",
+    workload=r"[A-Za-z0-9_.-]+",
+    recipe=r"[A-Za-z0-9_.-]+",
+
+
+localrules: all
+
+
+rule all:
+    input:
+        REPORT,
+
+
+include: "rules/export.smk"
+include: "rules/compile.smk"
+include: "rules/run_iree.smk"
+include: "rules/verify_iree.smk"
+include: "rules/case.smk"
+include: "rules/report.smk"

@@ -1,0 +1,21 @@
+# compile: iree-compile with the SKU's flags -> .vmfb, dispatch count, binary size, seconds.
+from workflow.iree import compile_flags
+from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS
+
+
+rule compile_iree:
+    input:
+        mlir=EXPORT_DIR + "/module.mlirbc",
+        export_meta=EXPORT_DIR + "/export.json",
+    output:
+        vmfb=COMPILE_DIR + "/module.vmfb",
+        meta=COMPILE_DIR + "/compile.json",
+    params:
+        # Only this SKU's flags: changing them reruns only this SKU's compiles.
+        flags=lambda wc: compile_flags(SUITE.sku(wc.sku)),
+        compiler_version=IREE_COMPILER_VERSION,
+    log:
+        LOGS + "/compile/{sku}/{workload}.log",
+    threads: 1
+    script:
+        "../scripts/compile_iree.py"

@@ -1,0 +1,9 @@
+# Adapter: Snakemake rule `case_iree` -> workflow.stages.case_iree.
+from workflow.stages import case_iree
+
+case_iree(
+    identity=snakemake.params.identity,
+    sku=snakemake.params.sku,
+    **dict(snakemake.input.items()),
+    **dict(snakemake.output.items()),
+)

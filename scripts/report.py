@@ -1,0 +1,10 @@
+# Adapter: Snakemake rule `report` -> workflow.report.aggregate.
+from workflow.report import aggregate
+
+aggregate(
+    list(snakemake.input.cases),
+    snakemake.output.report,
+    suite_name=snakemake.params.suite_name,
+    config_hash=snakemake.params.config_hash,
+    config_source=snakemake.params.config_source,
+)

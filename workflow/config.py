@@ -1,0 +1,141 @@
+"""Loading and validating suite files against config/schema.yaml.
+
+Validation happens before any job runs: every problem is reported with the file,
+the key path and what was expected, and defaults from the schema are filled in so
+that the rest of the code never guesses a default of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from workflow.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
+DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
+
+
+@cache
+def load_schema(path: str | Path = CONFIG_SCHEMA) -> dict:
+    path = Path(path)
+    with path.open() as fh:
+        if path.suffix == ".json":
+            return json.load(fh)
+        return yaml.safe_load(fh)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Reads a YAML (or JSON) file; a syntax error names the file and line."""
+    path = Path(path)
+    try:
+        with path.open() as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: file not found"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{path}: not valid YAML: {exc}"]) from None
+
+
+def key_path(parts) -> str:
+    """`skus.cpu-host.measurement.invocations`, `workloads[2].model`; `<top>` for the root."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top>"
+
+
+def _expected(error: jsonschema.ValidationError) -> str:
+    """Turns a jsonschema error into 'what was expected' wording."""
+    v, schema = error.validator, error.validator_value
+    if v == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        pattern = list(error.schema.get("patternProperties", {}))
+        if pattern:
+            return f"keys matching {pattern[0]}, got {extra}"
+        return f"unknown key(s) {extra}; expected one of {known}"
+    if v == "type":
+        return f"expected {schema}, got {type(error.instance).__name__} {error.instance!r}"
+    if v == "enum":
+        return f"expected one of {schema}, got {error.instance!r}"
+    if v == "required":
+        return error.message
+    if v == "pattern":
+        return f"expected a string matching {schema}, got {error.instance!r}"
+    return f"expected {v} {schema!r}: {error.message}"
+
+
+def schema_problems(instance: Any, schema: dict, source: str) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{source}: {key_path(e.absolute_path)}: {_expected(e)}" for e in errors]
+
+
+def _resolve(schema: dict, root: dict) -> dict:
+    ref = schema.get("$ref")
+    if ref and ref.startswith("#/"):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        merged = dict(target)
+        merged.update({k: v for k, v in schema.items() if k != "$ref"})
+        return merged
+    return schema
+
+
+def apply_defaults(instance: Any, schema: dict, root: dict | None = None) -> Any:
+    """Returns a copy of a schema-valid instance with every missing key's default filled in."""
+
+    root = root if root is not None else schema
+    schema = _resolve(schema, root)
+    if isinstance(instance, dict):
+        out = copy.deepcopy(instance)
+        for name, sub in schema.get("properties", {}).items():
+            sub_r = _resolve(sub, root)
+            if name not in out and "default" in sub_r:
+                out[name] = copy.deepcopy(sub_r["default"])
+            if name in out:
+                out[name] = apply_defaults(out[name], sub_r, root)
+        for pattern, sub in schema.get("patternProperties", {}).items():
+            for name in out:
+                if re.search(pattern, name):
+                    out[name] = apply_defaults(out[name], sub, root)
+        return out
+    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        return [apply_defaults(item, schema["items"], root) for item in instance]
+    return instance
+
+
+def validate_suite(raw: Any, source: str) -> dict:
+    """Schema-checks a suite and returns it with defaults applied; raises ConfigError."""
+    if raw is None:
+        raw = {}
+    schema = load_schema()
+    problems = schema_problems(raw, schema, source)
+    if problems:
+        raise ConfigError(problems)
+    return apply_defaults(raw, schema)
+
+
+def load_suite(path: str | Path) -> dict:
+    return validate_suite(read_yaml(path), str(path))
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Snakemake's --config semantics: nested dicts merge, everything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

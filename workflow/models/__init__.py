@@ -1,0 +1,1 @@
+"""Built-in models; see registry.py for how they are registered."""

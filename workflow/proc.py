@@ -1,0 +1,80 @@
+"""Running external tools: argument lists only (never a shell), a timeout always,
+and a failure turned into a StageError carrying the first lines of the tool's output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from workflow.errors import StageError
+
+ERROR_LINES = 12
+
+
+def first_lines(text: str, n: int = ERROR_LINES) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    out = "\n".join(lines[:n])
+    return out + ("\n..." if len(lines) > n else "")
+
+
+def tool_path(name: str) -> str:
+    """A console tool of the active environment (next to its python) or on PATH."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    found = shutil.which(name)
+    if not found:
+        raise StageError("setup", f"{name} not found next to {sys.executable} or on PATH")
+    return found
+
+
+def run_tool(
+    argv: list[str],
+    *,
+    stage: str,
+    timeout: float,
+    log: str | Path | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
+    """Runs argv; returns the completed process or raises StageError (non-zero exit or timeout)."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
+    except subprocess.TimeoutExpired as exc:
+        _log(log, argv, exc.stdout, exc.stderr, f"timeout after {timeout:g} s")
+        raise StageError(stage, f"timeout after {timeout:g} s: {Path(argv[0]).name}") from None
+    except OSError as exc:
+        raise StageError(stage, f"could not start {argv[0]}: {exc}") from None
+    _log(log, argv, proc.stdout, proc.stderr,
+         f"exit {proc.returncode} after {time.monotonic() - start:.2f} s")
+    if proc.returncode != 0:
+        detail = first_lines(proc.stderr or proc.stdout)
+        raise StageError(stage, f"{Path(argv[0]).name} exited with {proc.returncode}:\n{detail}")
+    return proc
+
+
+def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=None):
+    """Runs `python -m module args` in a fresh process: a crash or hang in torch or the
+    IREE runtime becomes a recorded failure instead of killing the Snakemake job."""
+    return run_tool([sys.executable, "-m", module, *args], stage=stage, timeout=timeout, log=log)
+
+
+def _log(log, argv, stdout, stderr, status: str) -> None:
+    if not log:
+        return
+
+    def text(x):
+        return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+
+    with open(log, "a") as fh:
+        fh.write("$ " + " ".join(map(str, argv)) + "\n")
+        fh.write(text(stdout)[-20000:])
+        fh.write(text(stderr)[-20000:])
+        fh.write(f"[{status}]\n")

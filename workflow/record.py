@@ -1,0 +1,172 @@
+"""The case record (DESIGN.md): typed, versioned, built from the stage JSONs.
+
+Field names are a contract read by tests, the CLI and users' scripts: add, never rename.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+STATUSES = ("ok", "failed", "unsupported", "skipped")
+STAGE_ORDER = ("export", "compile", "run", "verify")
+
+
+@dataclass
+class Compile:
+    seconds: float
+    dispatch_count: int
+    binary_bytes: int
+    flags: list[str]
+    executable_count: int | None = None
+    compiler_version: str | None = None
+
+
+@dataclass
+class Timing:
+    median_ms: float
+    min_ms: float
+    p90_ms: float
+    cv: float
+    ci95_ms: list[float]
+    invocations: int
+    repetitions: int
+    invocation_medians_ms: list[float]
+    first_run_ms: float | None
+    noisy: bool
+    noisy_reruns: int = 0
+
+
+@dataclass
+class Throughput:
+    items_per_s: float | None = None
+    gflops: float | None = None
+    percent_of_peak: float | None = None
+
+
+@dataclass
+class Memory:
+    peak_bytes: int | None
+    kind: str
+
+
+@dataclass
+class Accuracy:
+    pcc: float | None
+    max_abs_err: float
+    max_rel_err: float
+    allclose: bool
+    sqnr_db: float | None
+    reference: str
+    accurate: bool | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    min_pcc: float | None = None
+
+
+@dataclass
+class Graph:
+    aten_ops: int
+    aten_ops_unique: int
+    op_histogram: dict[str, int]
+    graph_breaks: int | None = None
+
+
+@dataclass
+class Golden:
+    verdict: str = "no-golden"
+    value_ms: float | None = None
+    tolerance: float | None = None
+    ratio: float | None = None
+    p_value: float | None = None
+    dispatch_verdict: str = "no-golden"
+    size_verdict: str = "no-golden"
+
+
+@dataclass
+class CaseRecord:
+    id: str
+    model: str
+    config: str
+    dtype: str
+    shape: list[int]
+    sku: str
+    backend: str
+    recipe: str
+    mode: str
+    status: str
+    stage: str | None
+    error: str | None
+    workload: str
+    layers: int | None = None
+    compile: Compile | None = None
+    timing: Timing | None = None
+    throughput: Throughput | None = None
+    memory: Memory | None = None
+    accuracy: Accuracy | None = None
+    graph: Graph | None = None
+    golden: Golden = field(default_factory=Golden)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _pick(cls, data: dict | None):
+    """Builds a record section from a stage's dict, ignoring the stage's extra keys."""
+    if data is None:
+        return None
+    names = cls.__dataclass_fields__
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def case_provenance(run: dict | None, sku: dict) -> dict:
+    """What can differ from case to case: host, threads, load, the SLURM job."""
+    prov: dict[str, Any] = {"host": socket.gethostname(),
+                            "torch_threads": sku["torch"]["threads"],
+                            "iree_device": sku["iree"]["device"],
+                            "task_topology_max_group_count":
+                                sku["iree"]["task_topology_max_group_count"]}
+    if os.environ.get("SLURM_JOB_ID"):
+        prov["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
+    if run and run.get("contexts"):
+        prov["load_avg"] = [c.get("load_avg") for c in run["contexts"]]
+        prov["cpu_scaling_enabled"] = run["contexts"][0].get("cpu_scaling_enabled")
+        prov["benchmark_host"] = run["contexts"][0].get("host_name")
+    if run and run.get("runtime_version"):
+        prov["iree_runtime_version"] = run["runtime_version"]
+    return prov
+
+
+def build_iree_case(identity: dict, sku: dict, export: dict, compiled: dict, run: dict,
+                    verify: dict) -> CaseRecord:
+    """Assembles an IREE case; the first failed stage in DAG order decides its status."""
+    failed = next((s for s in (export, compiled, run, verify) if s["status"] != "ok"), None)
+    ident = {k: identity[k] for k in ("id", "model", "config", "dtype", "shape", "sku",
+                                      "backend", "recipe", "mode", "workload", "layers")}
+    rec = CaseRecord(
+        **ident,
+        status="failed" if failed else "ok",
+        stage=failed["failed_stage"] if failed else None,
+        error=failed["error"] if failed else None,
+        provenance={**case_provenance(run, sku), "started_at": export.get("started_at")},
+    )
+    if export["status"] == "ok":
+        rec.graph = _pick(Graph, export["graph"])
+    if compiled["status"] == "ok":
+        rec.compile = _pick(Compile, compiled)
+    if run["status"] == "ok":
+        rec.timing = _pick(Timing, run["timing"])
+        rec.memory = _pick(Memory, run.get("memory"))
+        flops = export.get("flops")
+        median_s = rec.timing.median_ms / 1e3
+        rec.throughput = Throughput(
+            items_per_s=1.0 / median_s if median_s else None,
+            gflops=flops / median_s / 1e9 if flops and median_s else None,
+        )
+    if verify["status"] == "ok":
+        rec.accuracy = _pick(Accuracy, verify["accuracy"])
+    return rec
