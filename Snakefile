@@ -17,6 +17,16 @@ TORCH_VERSION = package_version("torch")
 IREE_COMPILER_VERSION = package_version("iree-base-compiler")
 IREE_RUNTIME_VERSION = package_version("iree-base-runtime")
 
+# Timing jobs take the one bench_slot (DESIGN.md) so that they never overlap each
+# other, even without a profile: the limit defaults to 1 unless --resources or a
+# profile sets it (a SLURM profile raises it: there each timing job has its own node).
+if "bench_slot" not in workflow.global_resources:
+    workflow.register_resource("bench_slot", 1)
+# A timing job also asks for every core (Snakemake caps threads at --cores), so no
+# export, compile or verify job shares the machine with a measurement; those still
+# run in parallel with each other. On SLURM the profile sets these threads to 1.
+BENCH_THREADS = 1 << 16
+
 wildcard_constraints:
     sku=r"[A-Za-z0-9_.-]+",
     backend=r"[A-Za-z0-9_.-]+",

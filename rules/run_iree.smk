@@ -18,10 +18,9 @@ rule run_iree:
         runtime_version=IREE_RUNTIME_VERSION,
     log:
         LOGS + "/run/{sku}/iree/{workload}.log",
-    # Timing jobs never overlap each other: each takes the one bench_slot
-    # (limit set in profiles/default, the workflow profile Snakemake loads itself).
+    # Timing jobs never overlap each other nor any other job (see Snakefile).
     resources:
         bench_slot=1,
-    threads: 1
+    threads: BENCH_THREADS
     script:
         "../scripts/run_iree.py"

@@ -69,6 +69,8 @@ def _expected(error: jsonschema.ValidationError) -> str:
         return f"expected one of {schema}, got {error.instance!r}"
     if v == "required":
         return error.message
+    if v in ("minItems", "maxItems") and isinstance(error.instance, list):
+        return f"expected {schema} items ({v}), got {len(error.instance)}: {error.instance}"
     if v == "pattern":
         return f"expected a string matching {schema}, got {error.instance!r}"
     return f"expected {v} {schema!r}: {error.message}"
@@ -115,19 +117,64 @@ def apply_defaults(instance: Any, schema: dict, root: dict | None = None) -> Any
     return instance
 
 
-def validate_suite(raw: Any, source: str) -> dict:
+def suite_schema() -> dict:
+    """config/schema.yaml plus what only the model registry knows: model names, each
+    model's configs, whether it has layers, its shape rank. Checking these in the schema
+    reports them together with every other problem in one pass."""
+    from workflow.models.registry import all_models
+
+    schema = copy.deepcopy(load_schema())
+    workload = schema["$defs"]["workload"]
+    models = all_models()
+    workload["properties"]["model"]["enum"] = list(models)
+    rules = []
+    for name, spec in models.items():
+        then: dict = {"properties": {
+            "configs": {"items": {"enum": list(spec.configs)}},
+            "shapes": {"items": {"minItems": len(spec.default_shape),
+                                 "maxItems": len(spec.default_shape)}},
+        }}
+        if not spec.supports_layers:
+            then["properties"]["layers"] = {"type": "null"}
+        rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
+                      "then": then})
+    workload["allOf"] = rules
+    return schema
+
+
+def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[str]:
+    """Imports a suite's `model_modules` (before validation: they add model names) and
+    returns their absolute paths; the export stage imports them again in its process."""
+    from workflow.models.registry import load_model_files
+
+    if not isinstance(raw, dict) or not isinstance(raw.get("model_modules"), list):
+        return []
+    paths = []
+    for i, entry in enumerate(raw["model_modules"]):
+        if not isinstance(entry, str):
+            continue  # the schema reports it
+        path = Path(entry) if Path(entry).is_absolute() else (base_dir or Path.cwd()) / entry
+        try:
+            load_model_files([path])
+        except Exception as exc:
+            raise ConfigError([f"{source}: model_modules[{i}]: could not import {path}: "
+                               f"{type(exc).__name__}: {exc}"]) from None
+        paths.append(str(path.resolve()))
+    return paths
+
+
+def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     """Schema-checks a suite and returns it with defaults applied; raises ConfigError."""
     if raw is None:
         raw = {}
-    schema = load_schema()
+    modules = resolve_model_modules(raw, base_dir, source)
+    schema = suite_schema()
     problems = schema_problems(raw, schema, source)
     if problems:
         raise ConfigError(problems)
-    return apply_defaults(raw, schema)
-
-
-def load_suite(path: str | Path) -> dict:
-    return validate_suite(read_yaml(path), str(path))
+    suite = apply_defaults(raw, schema)
+    suite["model_modules"] = modules
+    return suite
 
 
 def deep_merge(base: dict, override: dict) -> dict:

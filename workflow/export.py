@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from workflow.models.registry import get_model
+from workflow.models.registry import get_model, load_model_files
 from workflow.storage import write_json
 
 
@@ -62,6 +62,7 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
     import torch
     from iree.compiler.extras.fx_importer import FxImporter
 
+    load_model_files(spec.get("model_modules", []))
     model = get_model(spec["model"])
     t0 = time.monotonic()
     ref = model.build(spec["config"], "f32", spec["layers"], spec["shape"])

@@ -28,11 +28,13 @@ class Workload:
     shape: tuple[int, ...]
     layers: int | None
     mode: str = "inference"
+    model_modules: tuple[str, ...] = ()
 
     def spec(self) -> dict:
         """What the export stage needs; also its Snakemake params (a change reruns the export)."""
         d = asdict(self)
         d["shape"] = list(self.shape)
+        d["model_modules"] = list(self.model_modules)
         return d
 
 
@@ -102,28 +104,15 @@ def expand(config: dict, source: str) -> Suite:
     origin: dict[str, str] = {}
     for i, entry in enumerate(config["workloads"]):
         where = f"{source}: workloads[{i}]"
-        spec = models.get(entry["model"])
-        if spec is None:
-            problems.append(f"{where}.model: unknown model {entry['model']!r}; "
-                            f"expected one of {sorted(models)}")
-            continue
-        configs = entry["configs"] or [spec.default_config]
-        for bad in sorted(set(configs) - set(spec.configs)):
-            problems.append(f"{where}.configs: {spec.name} has no config {bad!r}; "
-                            f"expected one of {list(spec.configs)}")
-        if entry["layers"] is not None and not spec.supports_layers:
-            problems.append(f"{where}.layers: {spec.name} has no layer count to override; "
-                            "expected null")
-        rank = len(spec.default_shape)
-        for j, shape in enumerate(entry["shapes"]):
-            if len(shape) != rank:
-                problems.append(f"{where}.shapes[{j}]: expected {rank} integers "
-                                f"({spec.shape_doc}), got {shape}")
+        # Model names, configs, layers and shape ranks are checked by the schema
+        # (config.suite_schema); what is left needs the whole suite.
+        spec = models[entry["model"]]
         for bad in sorted(set(entry["skus"]) - set(config["skus"])):
             problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
                             f"{sorted(config['skus'])}")
         if problems:
             continue
+        configs = entry["configs"] or [spec.default_config]
         shapes = [tuple(s) for s in entry["shapes"]] or [spec.default_shape]
         skus = entry["skus"] or list(config["skus"])
         backends = entry["backends"] or config["backends"]
@@ -137,7 +126,8 @@ def expand(config: dict, source: str) -> Suite:
                                         f"{origin[wid]}; expected each workload once")
                         continue
                     origin[wid] = f"workloads[{i}]"
-                    w = Workload(wid, spec.name, cfg, dtype, shape, entry["layers"])
+                    w = Workload(wid, spec.name, cfg, dtype, shape, entry["layers"],
+                                 model_modules=(spec.source,) if spec.source else ())
                     suite.workloads[wid] = w
                     for sku in skus:
                         for backend in backends:
@@ -163,4 +153,5 @@ def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -
     if overrides:
         raw = deep_merge(raw, overrides)
     source = ", ".join(str(p) for p in paths)
-    return expand(validate_suite(raw, source), source)
+    # model_modules are relative to the (last) suite file that names them.
+    return expand(validate_suite(raw, source, base_dir=paths[-1].parent), source)

@@ -8,7 +8,7 @@ The model function imports torch itself when it is called.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 DTYPES = ("f32", "f16", "bf16")
@@ -33,7 +33,7 @@ class ModelSpec:
     shape_doc: str
     supports_layers: bool
     description: str
-    accepted_shape_ranks: tuple[int, ...] = field(default=())
+    source: str | None = None  # the file of a model from a suite's model_modules; None if built in
 
     def build(
         self, config: str, dtype: str = "f32", layers: int | None = None, shape=None
@@ -75,7 +75,7 @@ def benchmark_model(
             shape_doc=shape_doc,
             supports_layers=supports_layers,
             description=description or (fn.__doc__ or "").strip().splitlines()[0],
-            accepted_shape_ranks=(len(default_shape),),
+            source=_CURRENT_FILE[-1] if _CURRENT_FILE else None,
         )
         return fn
 
@@ -90,6 +90,33 @@ def get_model(name: str) -> ModelSpec:
 def all_models() -> dict[str, ModelSpec]:
     load_builtin_models()
     return dict(sorted(REGISTRY.items()))
+
+
+_LOADED_FILES: set[str] = set()
+_CURRENT_FILE: list[str] = []  # the model file being imported, recorded as ModelSpec.source
+
+
+def load_model_files(paths) -> None:
+    """Imports Python files whose `@benchmark_model` decorators register more models
+    (a suite's `model_modules`), once each per process."""
+    import importlib.util
+    from pathlib import Path
+
+    for path in paths:
+        path = str(Path(path).resolve())
+        if path in _LOADED_FILES:
+            continue
+        name = "benchflow_models_" + "".join(c if c.isalnum() else "_" for c in path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        _CURRENT_FILE.append(path)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            _CURRENT_FILE.pop()
+        _LOADED_FILES.add(path)
 
 
 def load_builtin_models() -> None:

@@ -1,0 +1,21 @@
+"""Models registered from a suite's `model_modules`, used by the end-to-end tests.
+
+`histc_model` exports fine but IREE cannot compile it (aten.histc has no lowering),
+which makes it a real compile failure, not a simulated one.
+"""
+
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+
+@benchmark_model(default_shape=(8, 16), shape_doc="[rows, cols]")
+def histc_model(config, dtype, layers, shape):
+    """A histogram of the input (aten.histc): no IREE lowering exists."""
+    import torch
+
+    class Histc(torch.nn.Module):
+        def forward(self, x):
+            return torch.histc(x, bins=4)
+
+    gen = seeded()
+    return finish(Histc(), (torch.randn(*shape, generator=gen),), dtype)

@@ -1,0 +1,18 @@
+"""`benchflow validate`: checks files without running anything, collecting every problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workflow.errors import ConfigError
+from workflow.suite import load
+
+
+def validate_files(files: list[str | Path]) -> list[str]:
+    problems: list[str] = []
+    for f in files:
+        try:
+            load([f])
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    return problems
