@@ -1,0 +1,96 @@
+"""The suite schema and its validation."""
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, tiny_suite, write_suite
+from workflow.config import load_schema, validate_suite
+from workflow.errors import ConfigError
+from workflow.suite import load
+
+
+def walk(schema, path="<top>"):
+    """Every (path, subschema) of the schema, $defs included."""
+    yield path, schema
+    for key in ("properties", "patternProperties", "$defs"):
+        for name, sub in schema.get(key, {}).items():
+            yield from walk(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        yield from walk(schema["items"], f"{path}[]")
+
+
+def test_schema_is_2020_12_with_description_default_and_closed_objects():
+    schema = load_schema()
+    assert schema["$schema"].endswith("2020-12/schema")
+    checked = 0
+    for path, sub in walk(schema):
+        # Containers of keys and $ref uses carry no own description; scalar list items
+        # are described by their list.
+        if "$ref" in sub or path.endswith((".properties", ".$defs", ".patternProperties")):
+            continue
+        if path.endswith("[]") and sub.get("type") != "object":
+            continue
+        assert "description" in sub, f"{path} has no description"
+        assert "default" in sub, f"{path} has no default"
+        if sub.get("type") == "object":
+            assert sub.get("additionalProperties") is False, f"{path} is not closed"
+        checked += 1
+    assert checked > 40
+
+
+def test_defaults_are_filled_in():
+    cfg = validate_suite({"workloads": [{"model": "linear"}]}, "x.yaml")
+    assert cfg["skus"] == {"cpu-host": cfg["skus"]["cpu-host"]}
+    m = cfg["skus"]["cpu-host"]["measurement"]
+    assert m == {"invocations": 5, "repetitions": 10, "min_warmup_time_s": 0.5,
+                 "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True}
+    assert cfg["workloads"][0]["dtypes"] == ["f32"]
+    assert cfg["accuracy"]["f16"]["rtol"] == 1e-2
+
+
+def test_every_problem_is_reported_with_file_and_key_path(tmp_path):
+    bad = tiny_suite()
+    bad["skus"]["host"]["measurement"]["invocations"] = 0
+    bad["skus"]["host"]["iree"]["device"] = "cuda"
+    bad["skus"]["generic"]["bogus"] = 1
+    bad["workloads"].append({"model": "nope"})
+    bad["workloads"].append({"model": "bert", "configs": ["huge"]})
+    bad["workloads"].append({"model": "linear", "layers": 3})
+    bad["workloads"].append({"model": "linear", "shapes": [[1, 2]]})
+    path = write_suite(tmp_path / "bad.yaml", bad)
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    text = "\n".join(err.value.problems)
+    assert all(p.startswith(f"{path}: ") for p in err.value.problems)
+    assert "skus.host.measurement.invocations: expected minimum 1" in text
+    assert "skus.host.iree.device: expected one of ['local-task', 'local-sync'], got 'cuda'" in text
+    assert "skus.generic: unknown key(s) ['bogus']" in text
+    assert "workloads[2].model: expected one of [" in text
+    assert "workloads[3].configs[0]: expected one of ['tiny', 'base', 'large'], got 'huge'" in text
+    assert "workloads[4].layers: expected null" in text
+    assert "workloads[5].shapes[0]: expected 3 items" in text
+    assert len(err.value.problems) == 7
+
+
+def test_yaml_syntax_errors_name_the_file(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("skus: [unclosed\n")
+    with pytest.raises(ConfigError, match="broken.yaml: not valid YAML"):
+        load([path])
+
+
+def test_default_suite_is_valid_with_enough_iree_cases():
+    suite = load([REPO / "config" / "config.yaml"])
+    iree_cases = [c for c in suite.cases if c.backend == "iree"]
+    assert len(iree_cases) >= 5
+    assert len({c.workload.model for c in iree_cases}) >= 5
+
+
+def test_later_files_and_overrides_win(tmp_path):
+    a = write_suite(tmp_path / "a.yaml", tiny_suite())
+    b = tmp_path / "b.yaml"
+    b.write_text(yaml.safe_dump({"skus": {"host": {"torch": {"threads": 1}}}}))
+    suite = load([a, b], overrides={"suite_name": "merged"})
+    assert suite.config["suite_name"] == "merged"
+    assert suite.sku("host")["torch"]["threads"] == 1
+    assert suite.sku("host")["iree"]["target_cpu"] == "host"  # merged, not replaced

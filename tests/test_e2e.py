@@ -1,0 +1,163 @@
+"""End-to-end: real snakemake runs of a tiny suite in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import jsonschema
+import pytest
+
+from tests.conftest import DATA, snakemake, tiny_suite, write_suite
+from workflow.report import report_schema
+
+pytestmark = pytest.mark.e2e
+
+
+def read_report(workdir):
+    return json.loads((workdir / "results" / "report.json").read_text())
+
+
+def job_counts(proc) -> dict[str, int]:
+    """The 'Job stats' table of a snakemake (dry) run: rule -> job count."""
+    counts = {}
+    text = proc.stdout + proc.stderr
+    if "Job stats:" not in text:
+        return counts
+    table = text.split("Job stats:", 1)[1]
+    for line in table.splitlines()[3:]:
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if not m:
+            break
+        counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+def mtimes(workdir) -> dict[str, int]:
+    return {str(p.relative_to(workdir)): p.stat().st_mtime_ns
+            for p in (workdir / "results").rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One tiny suite, run once; tests that change it work on copies of its state."""
+    workdir = tmp_path_factory.mktemp("suite")
+    write_suite(workdir / "suite.yaml", tiny_suite())
+    snakemake(workdir, "results/report.json", "--configfile", str(workdir / "suite.yaml"))
+    return workdir
+
+
+def test_report_is_schema_valid_and_complete(finished):
+    report = read_report(finished)
+    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    assert report["schema_version"].startswith("1.")
+    assert report["provenance"]["versions"]["iree-base-compiler"]
+    ids = sorted(c["id"] for c in report["cases"])
+    assert ids == sorted(f"{sku}/iree/{w}/baseline" for sku in ("host", "generic")
+                         for w in ("linear-16x32x32-f32", "ln_linear_relu-16x32x64-f32"))
+    for case in report["cases"]:
+        assert case["status"] == "ok", case
+        assert case["compile"]["dispatch_count"] >= 1
+        assert case["compile"]["binary_bytes"] > 0
+        t = case["timing"]
+        assert t["invocations"] >= 3 and len(t["invocation_medians_ms"]) == t["invocations"]
+        assert t["ci95_ms"][0] <= t["median_ms"] <= t["ci95_ms"][1]
+        assert 0 <= t["cv"] < 5 and t["repetitions"] == 3
+        assert case["accuracy"]["pcc"] >= 0.999 and case["accuracy"]["allclose"]
+        assert case["graph"]["aten_ops"] >= 1
+        assert case["golden"]["verdict"] == "no-golden"
+        assert case["throughput"]["gflops"] > 0
+        assert case["memory"]["peak_bytes"] > 0 and case["memory"]["kind"] == "rss"
+
+
+def test_second_run_does_nothing(finished):
+    proc = snakemake(finished, "results/report.json", "--configfile", str(finished / "suite.yaml"))
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_changed_flag_reruns_exactly_that_skus_jobs(finished):
+    suite = tiny_suite()
+    suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-opt-level=O1"]
+    changed = write_suite(finished / "changed.yaml", suite)
+    dry = snakemake(finished, "-n", "results/report.json", "--configfile", str(changed))
+    assert job_counts(dry) == {"compile_iree": 2, "run_iree": 2, "verify_iree": 2,
+                               "case_iree": 2, "report": 1}
+    assert "results/compile/host" not in dry.stdout
+    before = mtimes(finished)
+    snakemake(finished, "results/report.json", "--configfile", str(changed))
+    after = mtimes(finished)
+    rewritten = {p for p in after if after[p] != before.get(p)}
+    assert rewritten and all(p.startswith(("results/compile/generic", "results/run/generic",
+                                           "results/verify/generic", "results/cases/generic",
+                                           "results/report.json")) for p in rewritten)
+    assert any(p.startswith("results/compile/generic") for p in rewritten)
+    report = read_report(finished)
+    flags = {c["sku"]: c["compile"]["flags"] for c in report["cases"]}
+    assert flags["generic"][-1] == "--iree-opt-level=O1"
+    assert "--iree-opt-level=O1" not in flags["host"]
+
+
+def fake_version(tmp_path, dist: str, version: str) -> dict:
+    """An environment in which importlib.metadata reports another version of `dist`,
+    as after an upgrade, so that the rerun rule is exercised for real."""
+    site = tmp_path / f"fake-{dist}"
+    info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def test_compiler_upgrade_reruns_every_compile_and_torch_upgrade_every_export(
+        finished, tmp_path):
+    suite = str(finished / "suite.yaml")
+    snakemake(finished, "results/report.json", "--configfile", suite)  # settle earlier tests
+    dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
+                    env=fake_version(tmp_path, "iree-base-compiler", "99.0.0"))
+    counts = job_counts(dry)
+    # The FX importer ships in iree-base-compiler, so the MLIR is re-imported too.
+    assert counts["compile_iree"] == 4 and counts["export"] == 2
+    dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
+                    env=fake_version(tmp_path, "torch", "99.0.0"))
+    counts = job_counts(dry)
+    assert counts["export"] == 2 and counts["compile_iree"] == 4
+
+
+def test_a_model_that_fails_to_compile_is_a_failed_case(tmp_path):
+    suite = tiny_suite(
+        model_modules=[str(DATA / "extra_models.py")],
+        workloads=[{"model": "linear", "shapes": [[8, 16, 16]]}, {"model": "histc_model"}],
+    )
+    suite["skus"].pop("generic")
+    write_suite(tmp_path / "suite.yaml", suite)
+    snakemake(tmp_path, "results/report.json", "--configfile", str(tmp_path / "suite.yaml"))
+    cases = {c["model"]: c for c in read_report(tmp_path)["cases"]}
+    failed = cases["histc_model"]
+    assert failed["status"] == "failed" and failed["stage"] == "compile"
+    assert "aten.histc" in failed["error"] and "iree-compile exited" in failed["error"]
+    assert failed["graph"]["op_histogram"] == {"aten.histc.default": 1}
+    assert failed["timing"] is None and failed["accuracy"] is None
+    assert cases["linear"]["status"] == "ok"
+
+
+def test_a_timeout_is_recorded_as_a_failure(tmp_path):
+    suite = tiny_suite(timeouts={"compile_s": 0.01}, workloads=[{"model": "linear"}])
+    suite["skus"].pop("generic")
+    write_suite(tmp_path / "suite.yaml", suite)
+    snakemake(tmp_path, "results/report.json", "--configfile", str(tmp_path / "suite.yaml"))
+    (case,) = read_report(tmp_path)["cases"]
+    assert case["status"] == "failed" and case["stage"] == "compile"
+    assert case["error"].startswith("timeout after 0.01 s")
+
+
+def test_a_bad_config_is_refused_before_any_job(tmp_path):
+    bad = tiny_suite()
+    bad["skus"]["host"]["measurement"]["invocations"] = "many"
+    path = write_suite(tmp_path / "bad.yaml", bad)
+    proc = snakemake(tmp_path, "results/report.json", "--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    assert f"{path}: skus.host.measurement.invocations: expected integer, got str 'many'" \
+        in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "results").exists()
