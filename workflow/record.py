@@ -17,9 +17,12 @@ STAGE_ORDER = ("export", "compile", "run", "verify")
 
 @dataclass
 class Compile:
+    """IREE: iree-compile of the module. torch-inductor: the first (compiling) call;
+    dispatch_count and binary_bytes are IREE's and null there."""
+
     seconds: float
-    dispatch_count: int
-    binary_bytes: int
+    dispatch_count: int | None
+    binary_bytes: int | None
     flags: list[str]
     executable_count: int | None = None
     compiler_version: str | None = None
@@ -38,6 +41,25 @@ class Timing:
     first_run_ms: float | None
     noisy: bool
     noisy_reruns: int = 0
+    # Training: forward, backward and optimizer step each measured on its own (ms).
+    phases_ms: dict[str, float] | None = None
+
+
+@dataclass
+class Speedup:
+    """Ratios of medians, > 1 means this case is faster."""
+
+    vs_baseline: float | None = None  # the baseline recipe, same backend, workload and SKU
+    vs_eager: float | None = None     # torch-eager, same recipe, workload and SKU
+
+
+@dataclass
+class Profile:
+    """Artifacts written for a case: paths relative to the working directory."""
+
+    trace: str | None = None            # Chrome trace (torch.profiler)
+    memory_snapshot: str | None = None  # CUDA memory snapshot
+    memory_snapshot_status: str | None = None  # why there is none (e.g. unsupported on CPU)
 
 
 @dataclass
@@ -73,6 +95,7 @@ class Graph:
     aten_ops_unique: int
     op_histogram: dict[str, int]
     graph_breaks: int | None = None
+    graph_count: int | None = None  # torch.compile: graphs Dynamo produced
 
 
 @dataclass
@@ -102,12 +125,17 @@ class CaseRecord:
     error: str | None
     workload: str
     layers: int | None = None
+    device: str = "cpu"
+    compile_mode: str | None = None  # torch.compile mode of torch-inductor cases
+    group: str | None = None         # the torchao model_params entry a case came from
     compile: Compile | None = None
     timing: Timing | None = None
     throughput: Throughput | None = None
     memory: Memory | None = None
     accuracy: Accuracy | None = None
     graph: Graph | None = None
+    speedup: Speedup = field(default_factory=Speedup)
+    profile: Profile | None = None
     golden: Golden = field(default_factory=Golden)
     provenance: dict[str, Any] = field(default_factory=dict)
 
