@@ -7,6 +7,10 @@ import sys
 
 from workflow.errors import ConfigError
 
+# Modules that add subcommands (see build_parser); append one line per module.
+COMMAND_MODULES: list[str] = [
+]
+
 
 def cmd_list(args: argparse.Namespace) -> int:
     from workflow.models.registry import all_models
@@ -54,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check suite files; every problem with file and key path")
     p.add_argument("files", nargs="+")
     p.set_defaults(func=cmd_validate)
+
+    # Further commands live in their own modules, each with add_parsers(sub) that sets
+    # `func` on its parsers; this keeps one concern per module.
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parsers(sub)
     return parser
 
 
