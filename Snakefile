@@ -1,8 +1,14 @@
 # benchflow: model x config x dtype x SKU x backend x recipe benchmarks.
 # The rules say what is built from what; workflow/ says how. In this file the global
 # name `workflow` is Snakemake's object, so the package is only ever from-imported.
-from workflow.paths import REPORT, case_path
-from workflow.snakefile_support import load_suite_or_exit, package_version
+from workflow.paths import REPORT, case_path, torch_batch_dir
+from workflow.paths import DASHBOARD, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.snakefile_support import (
+    load_suite_or_exit,
+    package_version,
+    torch_batch_plan,
+    unsupported_plan,
+)
 
 # The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
 # validated against config/schema.yaml before any job is scheduled.
@@ -16,6 +22,7 @@ config.update(SUITE.config)
 TORCH_VERSION = package_version("torch")
 IREE_COMPILER_VERSION = package_version("iree-base-compiler")
 IREE_RUNTIME_VERSION = package_version("iree-base-runtime")
+TORCHAO_VERSION = package_version("torchao")
 
 # Timing jobs take the one bench_slot (DESIGN.md) so that they never overlap each
 # other, even without a profile: the limit defaults to 1 unless --resources or a
@@ -32,6 +39,7 @@ wildcard_constraints:
     backend=r"[A-Za-z0-9_.-]+",
     workload=r"[A-Za-z0-9_.-]+",
     recipe=r"[A-Za-z0-9_.-]+",
+    batch=r"b[0-9]+",
 
 
 localrules: all
@@ -40,6 +48,10 @@ localrules: all
 rule all:
     input:
         REPORT,
+        REPORT_MD,
+        REPORT_CSV,
+        DASHBOARD,
+        REPORT_HTML,
 
 
 include: "rules/export.smk"
@@ -47,4 +59,8 @@ include: "rules/compile.smk"
 include: "rules/run_iree.smk"
 include: "rules/verify_iree.smk"
 include: "rules/case.smk"
+include: "rules/run_torch.smk"
+include: "rules/bench_files.smk"
 include: "rules/report.smk"
+include: "rules/gate.smk"
+include: "rules/render.smk"

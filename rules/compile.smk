@@ -1,6 +1,7 @@
 # compile: iree-compile with the SKU's flags -> .vmfb, dispatch count, binary size, seconds.
 from workflow.iree import compile_flags
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS
+from workflow.resources import compile_runtime_min, file_bytes, mem_request_mb
 
 
 rule compile_iree:
@@ -17,5 +18,10 @@ rule compile_iree:
     log:
         LOGS + "/compile/{sku}/{workload}.log",
     threads: 1
+    # Memory from the weights inlined in the MLIR (its size, known once exported).
+    resources:
+        mem_mb=lambda wc, input, attempt: mem_request_mb("compile", file_bytes(input.mlir),
+                                                         attempt),
+        runtime=compile_runtime_min(SUITE.config["timeouts"]),
     script:
         "../scripts/compile_iree.py"

@@ -1,5 +1,6 @@
 # export: torch.export -> MLIR (IREE FX importer), seeded inputs, fp32 reference, op stats.
 from workflow.paths import EXPORT_DIR, LOGS
+from workflow.resources import export_mem_mb, export_runtime_min
 
 
 rule export:
@@ -9,11 +10,16 @@ rule export:
         reference=EXPORT_DIR + "/reference.npz",
         meta=EXPORT_DIR + "/export.json",
     params:
-        spec=lambda wc: SUITE.workloads[wc.workload].spec(),
+        spec=lambda wc: SUITE.workloads[wc.workload].export_spec(),
         torch_version=TORCH_VERSION,
         iree_compiler_version=IREE_COMPILER_VERSION,
     log:
         LOGS + "/export/{workload}.log",
     threads: 1
+    # Memory from the model's estimated weights (workflow/resources.py); wall time
+    # from the suite's export timeout, so a hung export is a recorded failure.
+    resources:
+        mem_mb=lambda wc, attempt: export_mem_mb(SUITE.workloads[wc.workload], attempt),
+        runtime=export_runtime_min(SUITE.config["timeouts"]),
     script:
         "../scripts/export.py"

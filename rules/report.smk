@@ -1,18 +1,32 @@
 # report: every case record -> results/report.json (schema-validated before writing).
+from workflow.benchfiles import case_paths as bench_case_paths
+from workflow.gate import golden_input
 from workflow.paths import LOGS, REPORT
+from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule report:
     input:
-        cases=[case_path(c) for c in SUITE.cases],
+        cases=[case_path(c) for c in SUITE.iree_cases] + bench_case_paths(SUITE),
+        batches=[torch_batch_dir(key) for key in SUITE.torch_batches],
+        # Torch cases get their verdicts here (cheap) rather than in their batch job,
+        # so blessing goldens never re-measures.
+        goldens=[g for sku in {k[0] for k in SUITE.torch_batches}
+                 for g in golden_input(SUITE.config["goldens"]["dir"], sku)],
     output:
         report=REPORT,
     params:
         suite_name=SUITE.config["suite_name"],
         config_hash=SUITE.config_hash(),
         config_source=SUITE.source,
+        unsupported=unsupported_plan(SUITE),
+        gate=SUITE.config["goldens"],
     log:
         LOGS + "/report.log",
     localrule: True
+    threads: 1
+    resources:
+        mem_mb=LOCAL_MEM_MB,
+        runtime=LOCAL_RUNTIME_MIN,
     script:
         "../scripts/report.py"

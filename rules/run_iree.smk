@@ -1,5 +1,6 @@
 # run-iree: iree-benchmark-module, one fresh process per invocation (DESIGN.md protocol).
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS, RUN_DIR
+from workflow.resources import file_bytes, mem_request_mb, run_runtime_min
 
 
 rule run_iree:
@@ -21,6 +22,9 @@ rule run_iree:
     # Timing jobs never overlap each other nor any other job (see Snakefile).
     resources:
         bench_slot=1,
+        mem_mb=lambda wc, input, attempt: mem_request_mb("run", file_bytes(input.vmfb), attempt),
+        runtime=lambda wc: run_runtime_min(SUITE.sku(wc.sku)["measurement"],
+                                           SUITE.config["timeouts"]),
     threads: BENCH_THREADS
     script:
         "../scripts/run_iree.py"

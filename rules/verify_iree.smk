@@ -1,5 +1,6 @@
 # verify-iree: iree.runtime on the saved inputs vs the fp32 eager reference.
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS, VERIFY_DIR
+from workflow.resources import file_bytes, mem_request_mb, verify_runtime_min
 
 
 rule verify_iree:
@@ -19,5 +20,9 @@ rule verify_iree:
     log:
         LOGS + "/verify/{sku}/iree/{workload}.log",
     threads: 1
+    resources:
+        mem_mb=lambda wc, input, attempt: mem_request_mb("verify", file_bytes(input.vmfb),
+                                                         attempt),
+        runtime=verify_runtime_min(SUITE.config["timeouts"]),
     script:
         "../scripts/verify_iree.py"

@@ -4,6 +4,7 @@ from workflow.stages import case_iree
 case_iree(
     identity=snakemake.params.identity,
     sku=snakemake.params.sku,
+    gate=snakemake.params.gate,
     **dict(snakemake.input.items()),
     **dict(snakemake.output.items()),
 )

@@ -4,6 +4,10 @@ from workflow.report import aggregate
 aggregate(
     list(snakemake.input.cases),
     snakemake.output.report,
+    batch_dirs=list(snakemake.input.batches),
+    golden_files=list(snakemake.input.goldens),
+    gate=snakemake.params.gate,
+    unsupported=snakemake.params.unsupported,
     suite_name=snakemake.params.suite_name,
     config_hash=snakemake.params.config_hash,
     config_source=snakemake.params.config_source,

@@ -26,7 +26,7 @@ def test_validate_reports_problems_and_exit_code(tmp_path, capsys):
     assert main(["validate", str(good)]) == 0
     assert main(["validate", str(good), str(bad)]) == 1
     err = capsys.readouterr().err
-    assert f"{bad}: recipes[0]: expected one of" in err and "int3" in err
+    assert f"{bad}: recipes[0]: expected a recipe" in err and "int3" in err
 
 
 def test_console_script_runs():

@@ -43,7 +43,8 @@ def test_defaults_are_filled_in():
     assert cfg["skus"] == {"cpu-host": cfg["skus"]["cpu-host"]}
     m = cfg["skus"]["cpu-host"]["measurement"]
     assert m == {"invocations": 5, "repetitions": 10, "min_warmup_time_s": 0.5,
-                 "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True}
+                 "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True,
+                 "torch_warmup_calls": 10, "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5}
     assert cfg["workloads"][0]["dtypes"] == ["f32"]
     assert cfg["accuracy"]["f16"]["rtol"] == 1e-2
 

@@ -30,7 +30,8 @@ def test_layer_models_run_and_are_seeded(name):
     with torch.no_grad():
         out_a, out_b = a.module(*a.inputs), b.module(*b.inputs)
     assert torch.equal(out_a, out_b)  # same seed, same weights and inputs
-    assert all(x.dtype == torch.float32 for x in a.inputs)
+    # Token ids (gpt2, llama, minilm) stay int64; every float input is f32.
+    assert all(x.dtype == torch.float32 for x in a.inputs if x.is_floating_point())
     assert a.flops and a.flops > 0
 
 

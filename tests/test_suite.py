@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import DATA, tiny_suite, write_suite
+from tests.conftest import tiny_suite, write_suite
 from workflow.errors import ConfigError
 from workflow.paths import case_path
 from workflow.suite import load
@@ -40,15 +40,30 @@ def test_workload_sku_selection_and_unknown_skus(tmp_path):
         load([write_suite(tmp_path / "s.yaml", cfg)])
 
 
-def test_duplicate_workloads_are_refused(tmp_path):
+def test_duplicate_cases_and_conflicting_workloads_are_refused(tmp_path):
     cfg = tiny_suite(workloads=[{"model": "linear"}, {"model": "linear", "configs": ["default"]}])
-    with pytest.raises(ConfigError, match=r"workloads\[1\]: workload linear-f32 is already"):
+    with pytest.raises(ConfigError, match=r"workloads\[1\]: case host/iree/linear-f32/baseline "
+                                          r"is already defined by workloads\[0\]"):
         load([write_suite(tmp_path / "s.yaml", cfg)])
+    cfg = tiny_suite(workloads=[{"model": "linear"},
+                                {"model": "linear", "backends": ["torch-eager"], "group": "g"}])
+    with pytest.raises(ConfigError, match=r"workload linear-f32 is defined differently"):
+        load([write_suite(tmp_path / "s.yaml", cfg)])
+    # the same workload on other backends is fine
+    cfg = tiny_suite(workloads=[{"model": "linear"},
+                                {"model": "linear", "backends": ["torch-eager"]}])
+    assert len(load([write_suite(tmp_path / "s.yaml", cfg)]).workloads) == 1
 
 
 def test_model_modules_register_models_relative_to_the_suite(tmp_path):
-    (tmp_path / "models.py").write_text((DATA / "extra_models.py").read_text())
-    cfg = tiny_suite(model_modules=["models.py"], workloads=[{"model": "histc_model"}])
+    # A model of its own: a copy of tests/data/extra_models.py would register its
+    # names a second time from another file, which the registry refuses.
+    (tmp_path / "models.py").write_text(
+        "from workflow.models.registry import benchmark_model\n\n\n"
+        "@benchmark_model(default_shape=(2, 2), shape_doc='[a, b]')\n"
+        "def relative_model(config, dtype, layers, shape):\n"
+        "    \"\"\"A model registered from a file next to the suite.\"\"\"\n")
+    cfg = tiny_suite(model_modules=["models.py"], workloads=[{"model": "relative_model"}])
     suite = load([write_suite(tmp_path / "s.yaml", cfg)])
     (w,) = suite.workloads.values()
     assert w.spec()["model_modules"] == [str((tmp_path / "models.py").resolve())]

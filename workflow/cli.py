@@ -9,6 +9,9 @@ from workflow.errors import ConfigError
 
 # Modules that add subcommands (see build_parser); append one line per module.
 COMMAND_MODULES: list[str] = [
+    "workflow.cli_run",
+    "workflow.coverage",
+    "workflow.cli_goldens",
 ]
 
 
@@ -18,19 +21,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("models (name: configs; default shape; description):")
     for name, spec in all_models().items():
         layers = ", --layers" if spec.supports_layers else ""
+        missing = spec.unavailable_reason()
+        note = f" [unavailable: {missing}]" if missing else ""
         print(f"  {name}: {', '.join(spec.configs)}; "
-              f"{list(spec.default_shape)} {spec.shape_doc}{layers}; {spec.description}")
-    if args.configfile:
-        from workflow.suite import load
+              f"{list(spec.default_shape)} {spec.shape_doc}{layers}; {spec.description}{note}")
+    # SKUs, backends and recipes of the default suite unless --configfile names others.
+    from workflow.recipes import RECIPE_HELP
+    from workflow.suite import load
 
-        suite = load(args.configfile)
-        print(f"skus ({', '.join(map(str, args.configfile))}):")
-        for name, sku in suite.config["skus"].items():
-            print(f"  {name}: {sku['description']}")
-        print(f"cases: {len(suite.cases)}")
-        if args.cases:
-            for case in suite.cases:
-                print(f"  {case.id}")
+    suite = load(args.configfile)
+    print(f"skus ({suite.source}):")
+    for name, sku in suite.config["skus"].items():
+        print(f"  {name}: {sku['description']}")
+    print(f"backends: {', '.join(['iree', *suite.config.get('torch_backends', {})])}")
+    print(f"recipes: {RECIPE_HELP.removeprefix('a recipe: ')}")
+    print(f"cases: {len(suite.cases)}")
+    if args.cases:
+        for case in suite.cases:
+            print(f"  {case.id}")
     return 0
 
 
@@ -69,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["--list"], ["-l"]):  # Forge's `benchmark.py --list`
+        argv[0] = "list"
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

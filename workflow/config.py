@@ -56,6 +56,8 @@ def key_path(parts) -> str:
 def _expected(error: jsonschema.ValidationError) -> str:
     """Turns a jsonschema error into 'what was expected' wording."""
     v, schema = error.validator, error.validator_value
+    if "x-expected" in error.schema:  # a schema's own wording of what it expects
+        return f"expected {error.schema['x-expected']}, got {error.instance!r}"
     if v == "additionalProperties" and isinstance(error.instance, dict):
         known = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(known))
@@ -139,6 +141,9 @@ def suite_schema() -> dict:
         rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
                       "then": then})
     workload["allOf"] = rules
+    from workflow.recipes import RECIPE_HELP, RECIPE_PATTERN
+
+    schema["$defs"]["recipe_name"].update({"pattern": RECIPE_PATTERN, "x-expected": RECIPE_HELP})
     return schema
 
 
@@ -169,7 +174,10 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
         raw = {}
     modules = resolve_model_modules(raw, base_dir, source)
     schema = suite_schema()
-    problems = schema_problems(raw, schema, source)
+    # A model whose optional extra is missing is a known name the suite cannot run yet.
+    from workflow.models.registry import unavailable_problems
+
+    problems = schema_problems(raw, schema, source) + unavailable_problems(raw, source)
     if problems:
         raise ConfigError(problems)
     suite = apply_defaults(raw, schema)

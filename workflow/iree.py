@@ -31,11 +31,12 @@ def runtime_version() -> str:
     return metadata.version("iree-base-runtime")
 
 
-def compile_flags(sku: dict) -> list[str]:
-    """iree-compile flags of a SKU (its `iree` section), the input type included."""
+def compile_flags(sku: dict, input_type: str = "torch") -> list[str]:
+    """iree-compile flags of a SKU (its `iree` section), the input type included
+    (torch for exported models; benchmark files' MLIR may be of any dialect: auto)."""
     iree = sku["iree"]
     return [
-        "--iree-input-type=torch",
+        f"--iree-input-type={input_type}",
         "--iree-hal-target-device=local",
         f"--iree-hal-local-target-device-backends={iree['target_backend']}",
         f"--iree-llvmcpu-target-cpu={iree['target_cpu']}",
@@ -76,13 +77,19 @@ def device_flags(sku: dict) -> list[str]:
 def benchmark_argv(
     tool: str, vmfb: str, function: str, inputs: list[str], sku: dict, *,
     repetitions: int, warmup_s: float, min_time: str,
+    modules: list[str] = (), extra_flags: list[str] = (),
 ) -> list[str]:
+    """`modules` are loaded before `vmfb` (pipelines calling into them); `extra_flags`
+    (--parameters, a benchmark file's own flags) come after benchflow's timing flags, so
+    that a file's --benchmark_min_time wins, but never after --benchmark_format=json."""
     return [
-        tool, f"--module={vmfb}", f"--function={function}", *device_flags(sku),
+        tool, *(f"--module={m}" for m in modules), f"--module={vmfb}", f"--function={function}",
+        *device_flags(sku),
         *(f"--input={i}" for i in inputs),
         f"--benchmark_repetitions={repetitions}",
         f"--benchmark_min_warmup_time={warmup_s:g}",
         f"--benchmark_min_time={min_time}",
+        *extra_flags,
         "--benchmark_format=json",
     ]
 

@@ -107,6 +107,16 @@ class Golden:
     p_value: float | None = None
     dispatch_verdict: str = "no-golden"
     size_verdict: str = "no-golden"
+    # Added by the regression gate (workflow/verdict.py): where the golden came from,
+    # which test gave p_value, why the verdict, and the ratios of dispatches and size.
+    source: str | None = None
+    test: str | None = None
+    reason: str | None = None
+    dispatch_golden: int | None = None
+    dispatch_ratio: float | None = None
+    size_golden_bytes: int | None = None
+    size_ratio: float | None = None
+    size_tolerance: float | None = None
 
 
 @dataclass
@@ -158,12 +168,14 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
                             "iree_device": sku["iree"]["device"],
                             "task_topology_max_group_count":
                                 sku["iree"]["task_topology_max_group_count"]}
-    if os.environ.get("SLURM_JOB_ID"):
-        prov["slurm_job_id"] = os.environ["SLURM_JOB_ID"]
+    job = (run or {}).get("slurm_job_id") or os.environ.get("SLURM_JOB_ID")
+    if job:
+        prov["slurm_job_id"] = job
     if run and run.get("contexts"):
         prov["load_avg"] = [c.get("load_avg") for c in run["contexts"]]
         prov["cpu_scaling_enabled"] = run["contexts"][0].get("cpu_scaling_enabled")
-        prov["benchmark_host"] = run["contexts"][0].get("host_name")
+        # The machine that measured, which on a cluster is not the one writing this.
+        prov["host"] = run["contexts"][0].get("host_name") or prov["host"]
     if run and run.get("runtime_version"):
         prov["iree_runtime_version"] = run["runtime_version"]
     return prov
@@ -173,10 +185,8 @@ def build_iree_case(identity: dict, sku: dict, export: dict, compiled: dict, run
                     verify: dict) -> CaseRecord:
     """Assembles an IREE case; the first failed stage in DAG order decides its status."""
     failed = next((s for s in (export, compiled, run, verify) if s["status"] != "ok"), None)
-    ident = {k: identity[k] for k in ("id", "model", "config", "dtype", "shape", "sku",
-                                      "backend", "recipe", "mode", "workload", "layers")}
     rec = CaseRecord(
-        **ident,
+        **_identity(identity),
         status="failed" if failed else "ok",
         stage=failed["failed_stage"] if failed else None,
         error=failed["error"] if failed else None,
@@ -189,12 +199,65 @@ def build_iree_case(identity: dict, sku: dict, export: dict, compiled: dict, run
     if run["status"] == "ok":
         rec.timing = _pick(Timing, run["timing"])
         rec.memory = _pick(Memory, run.get("memory"))
-        flops = export.get("flops")
-        median_s = rec.timing.median_ms / 1e3
-        rec.throughput = Throughput(
-            items_per_s=1.0 / median_s if median_s else None,
-            gflops=flops / median_s / 1e9 if flops and median_s else None,
-        )
+        rec.throughput = _throughput(rec.timing.median_ms, export.get("flops"))
     if verify["status"] == "ok":
         rec.accuracy = _pick(Accuracy, verify["accuracy"])
     return rec
+
+
+def _identity(identity: dict) -> dict:
+    return {k: identity[k] for k in ("id", "model", "config", "dtype", "shape", "sku", "backend",
+                                     "recipe", "mode", "workload", "layers", "device",
+                                     "compile_mode", "group")}
+
+
+def _throughput(median_ms: float, flops: float | None) -> Throughput:
+    median_s = median_ms / 1e3
+    return Throughput(items_per_s=1.0 / median_s if median_s else None,
+                      gflops=flops / median_s / 1e9 if flops and median_s else None)
+
+
+def build_torch_case(identity: dict, sku: dict, char: dict, samples: list[dict],
+                     failure: str | None, noisy_reruns: int = 0) -> CaseRecord:
+    """A torch case from its characterize result and its invocations' samples."""
+    from workflow import stats
+
+    rec = CaseRecord(**_identity(identity), status="ok", stage=None, error=None,
+                     provenance={"host": socket.gethostname(),
+                                 "torch_threads": sku["torch"]["threads"],
+                                 **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
+                                    if os.environ.get("SLURM_JOB_ID") else {})})
+    status = char.get("status")
+    if status == "unsupported":
+        rec.status, rec.error = "unsupported", char["reason"]
+        return rec
+    if status != "ok":
+        rec.status, rec.stage, rec.error = "failed", "run", char.get("error", "unknown error")
+        return rec
+    rec.graph = _pick(Graph, char["graph"])
+    rec.accuracy = _pick(Accuracy, char["accuracy"])
+    rec.memory = _pick(Memory, char["memory"])
+    rec.profile = _pick(Profile, char["profile"])
+    if char.get("compile_seconds") is not None:
+        rec.compile = Compile(seconds=char["compile_seconds"], dispatch_count=None,
+                              binary_bytes=None, flags=[f"mode={identity['compile_mode']}"])
+    if failure:
+        rec.status, rec.stage, rec.error = "failed", "run", failure
+        return rec
+    m = sku["measurement"]
+    summary = stats.summarize([s["median_ms"] for s in samples], m["noisy_cv"])
+    phases = None
+    if samples and "phases_ms" in samples[0]:
+        phases = {k: stats.median([s["phases_ms"][k] for s in samples])
+                  for k in samples[0]["phases_ms"]}
+    rec.timing = Timing(**summary, repetitions=int(stats.median([s["iterations"]
+                                                                   for s in samples])),
+                        first_run_ms=char["first_run_ms"], noisy_reruns=noisy_reruns,
+                        phases_ms=phases)
+    rec.throughput = _throughput(rec.timing.median_ms, char.get("flops"))
+    return rec
+
+
+def unsupported_case(identity: dict, reason: str) -> CaseRecord:
+    """A case that cannot run (known while planning): recorded with its reason."""
+    return CaseRecord(**_identity(identity), status="unsupported", stage=None, error=reason)

@@ -11,6 +11,7 @@ import jsonschema
 
 from workflow import provenance
 from workflow.record import SCHEMA_VERSION
+from workflow.speedup import fill_speedups
 from workflow.storage import read_json, write_json
 
 
@@ -45,8 +46,36 @@ def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
     }
 
 
-def aggregate(case_paths: list[str], out: str, **kwargs) -> dict:
-    report = build_report([read_json(p) for p in case_paths], **kwargs)
+def collect_cases(case_paths: list[str], batch_dirs: list[str], unsupported: list[dict],
+                  golden_files: list[str] = (), gate: dict | None = None) -> list[dict]:
+    """Case records from per-case files (IREE, with their verdicts), torch batch
+    directories (judged here against their SKU's golden file), and the cases known
+    unsupported while planning (recorded, never dropped)."""
+    from pathlib import Path
+
+    from workflow.record import unsupported_case
+
+    cases = [read_json(p) for p in case_paths]
+    by_sku = {Path(g).stem: g for g in golden_files}
+    for d in batch_dirs:
+        for p in sorted(Path(d, "cases").glob("*.json")):
+            case = read_json(p)
+            if gate is not None:
+                from workflow.gate import golden_section
+
+                case["golden"] = golden_section(case, by_sku.get(case["sku"]), gate)
+            cases.append(case)
+    cases += [unsupported_case(u["identity"], u["reason"]).to_dict() for u in unsupported]
+    fill_speedups(cases)
+    return cases
+
+
+def aggregate(case_paths: list[str], out: str, *, batch_dirs: list[str] = (),
+              unsupported: list[dict] = (), golden_files: list[str] = (),
+              gate: dict | None = None, **kwargs) -> dict:
+    cases = collect_cases(case_paths, list(batch_dirs), list(unsupported), list(golden_files),
+                          gate)
+    report = build_report(cases, **kwargs)
     validate_report(report)
     write_json(out, report)
     return report

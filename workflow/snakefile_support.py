@@ -26,6 +26,17 @@ def load_suite_or_exit(cli_configfiles, cli_overrides) -> Suite:
         sys.exit(1)
 
 
+def torch_batch_plan(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> list:
+    """What a run_torch job measures; also its params, so a changed case reruns its batch."""
+    return [{"id": c.id, "identity": c.identity(), "workload": c.workload.spec(),
+             "recipe": c.recipe} for c in suite.torch_batch(sku, backend, recipe, batch)]
+
+
+def unsupported_plan(suite: Suite) -> list[dict]:
+    """Cases known unsupported while planning, recorded by the report step."""
+    return [{"identity": c.identity(), "reason": c.unsupported} for c in suite.unsupported_cases]
+
+
 def package_version(name: str) -> str:
     try:
         return metadata.version(name)

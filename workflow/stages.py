@@ -23,6 +23,7 @@ import numpy as np
 from workflow import iree, stats
 from workflow.accuracy import compare
 from workflow.errors import StageError
+from workflow.models.registry import tolerance_for
 from workflow.proc import first_lines, run_python, run_tool, tool_path
 from workflow.storage import read_json, touch_empty, write_json
 
@@ -75,10 +76,13 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
     return run_stage("export", meta, [mlir, inputs, reference], [], body, log)
 
 
-def compile_module(*, mlir: str, export_meta: str, sku: dict, timeout: float, vmfb: str,
-                   meta: str, log: str) -> dict:
+def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, timeout: float,
+                   vmfb: str, meta: str, log: str, flags: list[str] | None = None) -> dict:
+    """iree-compile with the SKU's flags, or with `flags` (benchmark files bring their own);
+    `export_meta` is the upstream stage when there is one."""
     def body():
-        flags = iree.compile_flags(sku)
+        nonlocal flags
+        flags = flags if flags is not None else iree.compile_flags(sku)
         with tempfile.TemporaryDirectory() as tmp:
             stats_file = Path(tmp) / "statistics.json"
             argv = iree.compile_argv(tool_path("iree-compile"), mlir, vmfb, flags, str(stats_file))
@@ -89,7 +93,7 @@ def compile_module(*, mlir: str, export_meta: str, sku: dict, timeout: float, vm
         return {"seconds": seconds, "binary_bytes": os.path.getsize(vmfb), "flags": flags,
                 "compiler_version": iree.compiler_version(), **counts}
 
-    return run_stage("compile", meta, [vmfb], [export_meta], body, log)
+    return run_stage("compile", meta, [vmfb], [export_meta] if export_meta else [], body, log)
 
 
 def _benchmark(argv: list[str], timeout: float, log: str) -> iree.BenchmarkRun:
@@ -110,42 +114,53 @@ def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku
         tool = tool_path("iree-benchmark-module")
         with tempfile.TemporaryDirectory() as tmp:
             args = iree.write_input_files(inputs, dtypes, Path(tmp))
-            # The first call of a fresh process, without warm-up: one iteration.
-            first = _benchmark(iree.benchmark_argv(
-                tool, vmfb, "main", args, sku, repetitions=1, warmup_s=0, min_time="1x"),
-                timeout, log)
-            argv = iree.benchmark_argv(
-                tool, vmfb, "main", args, sku, repetitions=m["repetitions"],
-                warmup_s=m["min_warmup_time_s"], min_time=f"{m['min_time_s']:g}s")
-            runs = [_benchmark(argv, timeout, log) for _ in range(m["invocations"])]
-            medians = [r.median_ms for r in runs]
-            reruns = 0
-            if m["rerun_noisy"] and stats.cv(medians) > m["noisy_cv"]:
-                # DESIGN.md: noisy data alone may not decide; measure again with twice
-                # the invocations in all, then record whatever that gives.
-                runs += [_benchmark(argv, timeout, log) for _ in range(m["invocations"])]
-                medians = [r.median_ms for r in runs]
-                reruns = 1
-        # Peak RSS over this job's children, which are only the benchmark processes.
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-        timing_stats = stats.summarize(medians, m["noisy_cv"])
-        timing_stats.update(
-            repetitions=m["repetitions"], first_run_ms=first.median_ms, noisy_reruns=reruns,
-            repetition_cv=[r.cv for r in runs],
-            warmup_s=m["min_warmup_time_s"], min_time_s=m["min_time_s"],
-        )
-        return {"timing": timing_stats, "memory": {"peak_bytes": peak, "kind": "rss"},
-                "contexts": [r.context for r in runs],
-                "command": argv, "runtime_version": iree.runtime_version()}
+            return measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
+                           m, timeout, log)
 
     return run_stage("run", timing, [], [compile_meta], body, log)
+
+
+def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: str) -> dict:
+    """The measurement protocol of one module (DESIGN.md): a first call of a fresh process,
+    then m["invocations"] fresh processes, twice as many when noisy. `argv_for(repetitions=,
+    warmup_s=, min_time=)` builds the iree-benchmark-module command."""
+    # The first call of a fresh process, without warm-up: one iteration.
+    first = _benchmark(argv_for(repetitions=1, warmup_s=0, min_time="1x"), timeout, log)
+    argv = argv_for(repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
+                    min_time=f"{m['min_time_s']:g}s")
+    runs = [_benchmark(argv, timeout, log) for _ in range(m["invocations"])]
+    medians = [r.median_ms for r in runs]
+    reruns = 0
+    if m["rerun_noisy"] and stats.cv(medians) > m["noisy_cv"]:
+        # DESIGN.md: noisy data alone may not decide; measure again with twice
+        # the invocations in all, then record whatever that gives.
+        runs += [_benchmark(argv, timeout, log) for _ in range(m["invocations"])]
+        medians = [r.median_ms for r in runs]
+        reruns = 1
+    # Peak RSS over this job's children, which are only the benchmark processes.
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    timing_stats = stats.summarize(medians, m["noisy_cv"])
+    timing_stats.update(
+        repetitions=m["repetitions"], first_run_ms=first.median_ms, noisy_reruns=reruns,
+        repetition_cv=[r.cv for r in runs],
+        # Each invocation's mean, as sharktank's single-run check reads it (for comparison).
+        invocation_means_ms=[r.aggregates_ms.get("mean", r.median_ms) for r in runs],
+        warmup_s=m["min_warmup_time_s"], min_time_s=m["min_time_s"],
+    )
+    return {"timing": timing_stats, "memory": {"peak_bytes": peak, "kind": "rss"},
+            "contexts": [r.context for r in runs],
+            "command": argv, "runtime_version": iree.runtime_version(),
+            # The SLURM job that measured (None outside SLURM): the case record is
+            # written later, by a local rule, where no job id exists.
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
 
 
 def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
                 reference: str, sku: dict, tolerances: dict, timeout: float, accuracy: str,
                 log: str) -> dict:
     def body():
-        dtype = read_json(export_meta)["dtype"]
+        # The suite's tolerance for the dtype, with the model's own min_pcc where it has one.
+        tolerance = tolerance_for(read_json(export_meta)["spec"], tolerances)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "outputs.npz"
             run_python("workflow.verify", [vmfb, inputs, sku["iree"]["device"], str(out)],
@@ -156,7 +171,7 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
                 expected = [ref[f"out{i}"] for i in range(n)]
                 first_call_ms = float(got["first_call_ms"])
         try:
-            result = compare(actual, expected, **tolerances[dtype])
+            result = compare(actual, expected, **tolerance)
         except ValueError as exc:
             raise StageError("verify", str(exc)) from None
         return {"accuracy": {**result, "reference": "torch-eager-fp32"},
@@ -166,11 +181,14 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
 
 
 def case_iree(*, identity: dict, sku: dict, export: str, compiled: str, run: str, verify: str,
-              case: str) -> dict:
-    from workflow.record import build_iree_case
+              case: str, goldens: str | list | None = None, gate: dict | None = None) -> dict:
+    from workflow.gate import golden_section
+    from workflow.record import Golden, build_iree_case
 
     rec = build_iree_case(identity, sku, read_json(export), read_json(compiled), read_json(run),
                           read_json(verify))
+    # The verdict against the SKU's golden file (an input only when it exists).
+    rec.golden = Golden(**golden_section(rec.to_dict(), goldens or None, gate))
     data = rec.to_dict()
     write_json(case, data)
     return data

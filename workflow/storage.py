@@ -10,18 +10,26 @@ from pathlib import Path
 from typing import Any
 
 
-def write_json(path: str | Path, data: Any) -> None:
+def write_text(path: str | Path, text: str) -> None:
+    """Writes a file atomically (temp file + rename), readable by all: mkstemp's 0600
+    would hide published results from a web server or an artifact uploader."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=False, allow_nan=False)
-            fh.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
 def read_json(path: str | Path) -> Any:

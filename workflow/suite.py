@@ -1,8 +1,8 @@
 """Suite expansion: a validated suite config becomes workloads and cases.
 
-A workload is what gets exported once (model x config x dtype x shape x layers); a
-case is a workload measured on one SKU, backend and recipe. Ids are built from
-[A-Za-z0-9_.-] only, so they are safe as file names and as Snakemake wildcards.
+A workload is what gets exported once (model x config x dtype x shape x layers x
+mode); a case is a workload measured on one SKU, backend and recipe. Ids are built
+from [A-Za-z0-9_.-] only, so they are safe as file names and Snakemake wildcards.
 """
 
 from __future__ import annotations
@@ -12,11 +12,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workflow import shapes as shape_generators
 from workflow.config import read_yaml, validate_suite
 from workflow.errors import ConfigError
 from workflow.models.registry import all_models
+from workflow.recipes import parse, static_reason
+from workflow.torchao_format import translate_model_params
 
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
+IREE = "iree"
 
 
 @dataclass(frozen=True)
@@ -29,12 +33,24 @@ class Workload:
     layers: int | None
     mode: str = "inference"
     model_modules: tuple[str, ...] = ()
+    device: str = "cpu"
+    group: str | None = None
+    profiler: bool = False
+    memory_profiler: bool = False
 
     def spec(self) -> dict:
-        """What the export stage needs; also its Snakemake params (a change reruns the export)."""
+        """What the stages need; also Snakemake params (a change reruns what uses it)."""
         d = asdict(self)
         d["shape"] = list(self.shape)
         d["model_modules"] = list(self.model_modules)
+        return d
+
+    def export_spec(self) -> dict:
+        """The part of spec() that the export depends on: profiling flags, group and mode
+        do not change an exported module, so they must not rerun an export."""
+        d = self.spec()
+        for key in ("group", "profiler", "memory_profiler", "mode", "device"):
+            d.pop(key)
         return d
 
 
@@ -44,6 +60,9 @@ class Case:
     sku: str
     backend: str
     recipe: str
+    backend_kind: str = IREE            # iree | eager | inductor
+    compile_mode: str | None = None
+    unsupported: str | None = None      # known before anything runs (e.g. IREE x int8wo)
 
     @property
     def id(self) -> str:
@@ -55,7 +74,8 @@ class Case:
             "id": self.id, "model": w.model, "config": w.config, "dtype": w.dtype,
             "shape": list(w.shape), "layers": w.layers, "sku": self.sku,
             "backend": self.backend, "recipe": self.recipe, "mode": w.mode,
-            "workload": w.id,
+            "workload": w.id, "device": w.device, "compile_mode": self.compile_mode,
+            "group": w.group,
         }
 
 
@@ -65,6 +85,14 @@ class Suite:
     source: str
     workloads: dict[str, Workload] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
+    # (sku, backend, recipe, batch id) -> cases measured by one torch job
+    torch_batches: dict[tuple[str, str, str, str], list[Case]] = field(default_factory=dict)
+    # The selected sharktank-format benchmark files (a benchfiles.Selection), attached
+    # by benchfiles.attach when the suite runs or is listed.
+    benchmark_files: object | None = None
+
+    def __post_init__(self):
+        self._index = {}
 
     def sku(self, name: str) -> dict:
         return self.config["skus"][name]
@@ -72,19 +100,31 @@ class Suite:
     def case(self, sku: str, backend: str, workload: str, recipe: str) -> Case:
         return self._index[(sku, backend, workload, recipe)]
 
-    def __post_init__(self):
-        self._index = {}
-
     def add(self, case: Case) -> None:
         self.cases.append(case)
         self._index[(case.sku, case.backend, case.workload.id, case.recipe)] = case
+
+    @property
+    def iree_cases(self) -> list[Case]:
+        return [c for c in self.cases if c.backend_kind == IREE and not c.unsupported]
+
+    @property
+    def unsupported_cases(self) -> list[Case]:
+        return [c for c in self.cases if c.unsupported]
+
+    def iree_workloads(self) -> dict[str, Workload]:
+        return {c.workload.id: c.workload for c in self.iree_cases}
+
+    def torch_batch(self, sku: str, backend: str, recipe: str, batch: str) -> list[Case]:
+        return self.torch_batches[(sku, backend, recipe, batch)]
 
     def config_hash(self) -> str:
         blob = json.dumps(self.config, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def workload_id(model: str, config: str, dtype: str, shape, layers, explicit_shape: bool) -> str:
+def workload_id(model: str, config: str, dtype: str, shape, layers, explicit_shape: bool,
+                mode: str = "inference", device: str = "cpu") -> str:
     parts = [model]
     if config != "default":
         parts.append(config)
@@ -93,7 +133,26 @@ def workload_id(model: str, config: str, dtype: str, shape, layers, explicit_sha
     if explicit_shape:
         parts.append("x".join(str(d) for d in shape))
     parts.append(dtype)
+    if device != "cpu":
+        parts.append(device)
+    if mode == "training":
+        parts.append("train")
     return "-".join(parts)
+
+
+def _backend_kind(config: dict, backend: str) -> tuple[str, str | None]:
+    if backend == IREE:
+        return IREE, None
+    b = config["torch_backends"][backend]
+    return b["kind"], (b["compile_mode"] if b["kind"] == "inductor" else None)
+
+
+def _static_unsupported(recipe: str, kind: str, w: Workload) -> str | None:
+    """What is known unsupported while planning. What only the measuring machine can
+    tell (CUDA, its compute capability) is decided by the torch job itself."""
+    if kind == IREE and w.device != "cpu":
+        return f"the IREE SKUs compile for the CPU; device {w.device} is not one"
+    return static_reason(parse(recipe), backend_kind=kind, mode=w.mode)
 
 
 def expand(config: dict, source: str) -> Suite:
@@ -102,40 +161,94 @@ def expand(config: dict, source: str) -> Suite:
     suite = Suite(config=config, source=source)
     problems: list[str] = []
     origin: dict[str, str] = {}
-    for i, entry in enumerate(config["workloads"]):
-        where = f"{source}: workloads[{i}]"
+    # Translated first: it may define inductor backends for torchao's compile modes.
+    workloads = config["workloads"] + translate_model_params(config)
+    known_backends = [IREE, *config["torch_backends"]]
+    for bad in sorted(set(config["backends"]) - set(known_backends)):
+        problems.append(f"{source}: backends: unknown backend {bad!r}; expected one of "
+                        f"{known_backends} (define torch backends under torch_backends)")
+    if not workloads:
+        problems.append(f"{source}: workloads: expected at least one workload "
+                        "(or torchao model_params)")
+    for i, entry in enumerate(workloads):
+        where = f"{source}: {entry.get('_origin', f'workloads[{i}]')}"
         # Model names, configs, layers and shape ranks are checked by the schema
         # (config.suite_schema); what is left needs the whole suite.
-        spec = models[entry["model"]]
+        spec = models.get(entry["model"])
+        if spec is None:  # only translated torchao entries can get here
+            problems.append(f"{where}.model_type: unknown model {entry['model']!r}; expected "
+                            f"one of {sorted(models)}")
+            continue
         for bad in sorted(set(entry["skus"]) - set(config["skus"])):
             problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
                             f"{sorted(config['skus'])}")
+        for bad in sorted(set(entry["backends"]) - set(known_backends)):
+            problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
+                            f"{known_backends}")
+        explicit = [tuple(s) for s in entry["shapes"]]
+        explicit += [tuple(s) for s in shape_generators.generate_all(entry["matrix_shapes"])]
+        rank = len(spec.default_shape)
+        if entry["matrix_shapes"] and rank != 3:
+            problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "
+                            "not [M, K, N] shapes")
         if problems:
             continue
         configs = entry["configs"] or [spec.default_config]
-        shapes = [tuple(s) for s in entry["shapes"]] or [spec.default_shape]
+        shapes = list(dict.fromkeys(explicit)) or [spec.default_shape]
         skus = entry["skus"] or list(config["skus"])
         backends = entry["backends"] or config["backends"]
+        recipes = entry["recipes"] or config["recipes"]
         for cfg in configs:
             for dtype in entry["dtypes"]:
                 for shape in shapes:
-                    wid = workload_id(spec.name, cfg, dtype, shape, entry["layers"],
-                                      explicit_shape=bool(entry["shapes"]))
-                    if wid in origin:
-                        problems.append(f"{where}: workload {wid} is already defined by "
-                                        f"{origin[wid]}; expected each workload once")
-                        continue
-                    origin[wid] = f"workloads[{i}]"
-                    w = Workload(wid, spec.name, cfg, dtype, shape, entry["layers"],
-                                 model_modules=(spec.source,) if spec.source else ())
-                    suite.workloads[wid] = w
-                    for sku in skus:
-                        for backend in backends:
-                            for recipe in config["recipes"]:
-                                suite.add(Case(w, sku, backend, recipe))
+                    for mode in entry["modes"]:
+                        wid = workload_id(spec.name, cfg, dtype, shape, entry["layers"],
+                                          explicit_shape=bool(explicit), mode=mode,
+                                          device=entry["device"])
+                        w = Workload(
+                            wid, spec.name, cfg, dtype, shape, entry["layers"], mode=mode,
+                            model_modules=(spec.source,) if spec.source else (),
+                            device=entry["device"], group=entry["group"],
+                            profiler=entry["profiler"], memory_profiler=entry["memory_profiler"])
+                        here = entry.get("_origin", f"workloads[{i}]")
+                        # Two entries may share a workload (e.g. one for IREE, one for
+                        # torch backends) if they define it alike and no case twice.
+                        if suite.workloads.get(wid, w) != w:
+                            problems.append(f"{where}: workload {wid} is defined differently "
+                                            f"by {origin[wid]}; expected the same settings")
+                            continue
+                        origin.setdefault(wid, here)
+                        suite.workloads[wid] = w
+                        for sku in skus:
+                            for backend in backends:
+                                kind, compile_mode = _backend_kind(config, backend)
+                                for recipe in recipes:
+                                    case = Case(w, sku, backend, recipe, kind, compile_mode,
+                                                _static_unsupported(recipe, kind, w))
+                                    if (sku, backend, wid, recipe) in suite._index:
+                                        problems.append(f"{where}: case {case.id} is already "
+                                                        f"defined by {origin[wid]}; expected "
+                                                        "each case once")
+                                        continue
+                                    suite.add(case)
     if problems:
         raise ConfigError(problems)
+    _batch_torch_cases(suite)
     return suite
+
+
+def _batch_torch_cases(suite: Suite) -> None:
+    """Groups torch cases into jobs of at most torch_batch_size cases sharing SKU,
+    backend and recipe: one Snakemake job and a few interpreter start-ups per batch
+    instead of per case."""
+    size = suite.config["torch_batch_size"]
+    groups: dict[tuple[str, str, str], list[Case]] = {}
+    for case in suite.cases:
+        if case.backend_kind != IREE and not case.unsupported:
+            groups.setdefault((case.sku, case.backend, case.recipe), []).append(case)
+    for (sku, backend, recipe), cases in groups.items():
+        for n, start in enumerate(range(0, len(cases), size)):
+            suite.torch_batches[(sku, backend, recipe, f"b{n}")] = cases[start:start + size]
 
 
 def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -> Suite:

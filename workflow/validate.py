@@ -9,8 +9,14 @@ from workflow.suite import load
 
 
 def validate_files(files: list[str | Path]) -> list[str]:
+    from workflow.filekinds import file_problems
+
     problems: list[str] = []
     for f in files:
+        found = file_problems(f)  # benchmark and golden files; None for a suite
+        if found is not None:
+            problems.extend(found)
+            continue
         try:
             load([f])
         except ConfigError as exc:

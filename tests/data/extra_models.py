@@ -19,3 +19,36 @@ def histc_model(config, dtype, layers, shape):
 
     gen = seeded()
     return finish(Histc(), (torch.randn(*shape, generator=gen),), dtype)
+
+
+@benchmark_model(default_shape=(4, 8), shape_doc="[rows, cols]")
+def sleepy_model(config, dtype, layers, shape):
+    """Sleeps 60 s per call: a case that hangs, for the per-case deadline."""
+    import time
+
+    import torch
+
+    class Sleepy(torch.nn.Module):
+        def forward(self, x):
+            time.sleep(60)
+            return x * 2
+
+    gen = seeded()
+    return finish(Sleepy(), (torch.randn(*shape, generator=gen),), dtype)
+
+
+@benchmark_model(default_shape=(4, 8), shape_doc="[rows, cols]")
+def crashing_model(config, dtype, layers, shape):
+    """Kills its own process when called: a worker crash (as a segfault would)."""
+    import os
+    import signal
+
+    import torch
+
+    class Crash(torch.nn.Module):
+        def forward(self, x):
+            os.kill(os.getpid(), signal.SIGKILL)
+            return x
+
+    gen = seeded()
+    return finish(Crash(), (torch.randn(*shape, generator=gen),), dtype)

@@ -8,7 +8,7 @@ The model function imports torch itself when it is called.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("f32", "f16", "bf16")
@@ -34,6 +34,31 @@ class ModelSpec:
     supports_layers: bool
     description: str
     source: str | None = None  # the file of a model from a suite's model_modules; None if built in
+    # The model's own accuracy threshold per dtype ({"f32": 0.9999}): it replaces the suite's
+    # `accuracy.<dtype>.min_pcc`, because how close a backend can get depends on the model
+    # (depth, softmax saturation, normalised outputs), not only on the dtype.
+    min_pcc: dict[str, float] = field(default_factory=dict, hash=False)
+    # Python modules the model needs beyond benchflow's own dependencies (an optional extra),
+    # and how to get them; without them the model is listed as unavailable, not hidden.
+    requires: tuple[str, ...] = ()
+    install_hint: str = ""
+
+    def unavailable_reason(self) -> str | None:
+        """None when the model can be built; else what is missing and how to install it.
+        find_spec only locates the modules: nothing is imported, so listing stays fast."""
+        import importlib.util
+
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        if not missing:
+            return None
+        return f"needs the module(s) {', '.join(missing)}; install with: {self.install_hint}"
+
+    def tolerance(self, dtype: str, suite_tolerance: dict) -> dict:
+        """The suite's tolerance for `dtype` with this model's min_pcc, where it has one."""
+        tol = dict(suite_tolerance)
+        if dtype in self.min_pcc:
+            tol["min_pcc"] = self.min_pcc[dtype]
+        return tol
 
     def build(
         self, config: str, dtype: str = "f32", layers: int | None = None, shape=None
@@ -54,6 +79,9 @@ def benchmark_model(
     shape_doc: str,
     supports_layers: bool = False,
     description: str = "",
+    min_pcc: dict[str, float] | None = None,
+    requires: tuple[str, ...] = (),
+    install_hint: str = "",
 ):
     """Registers `fn(config, dtype, layers, shape) -> ModelInstance` as `name` (default: its own).
 
@@ -76,6 +104,9 @@ def benchmark_model(
             supports_layers=supports_layers,
             description=description or (fn.__doc__ or "").strip().splitlines()[0],
             source=_CURRENT_FILE[-1] if _CURRENT_FILE else None,
+            min_pcc=dict(min_pcc or {}),
+            requires=tuple(requires),
+            install_hint=install_hint,
         )
         return fn
 
@@ -119,6 +150,28 @@ def load_model_files(paths) -> None:
         _LOADED_FILES.add(path)
 
 
+def tolerance_for(spec: dict, suite_tolerances: dict) -> dict:
+    """The accuracy tolerance of an exported workload (`spec` as in export.json): the
+    suite's for its dtype, with the model's own min_pcc where the model declares one."""
+    load_model_files(spec.get("model_modules", []))
+    return get_model(spec["model"]).tolerance(spec["dtype"], suite_tolerances[spec["dtype"]])
+
+
+def unavailable_problems(raw, source: str) -> list[str]:
+    """Config problems for workloads naming a model whose optional extra is missing."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("workloads"), list):
+        return []
+    load_builtin_models()
+    problems = []
+    for i, entry in enumerate(raw["workloads"]):
+        name = entry.get("model") if isinstance(entry, dict) else None
+        spec = REGISTRY.get(name) if isinstance(name, str) else None
+        reason = spec.unavailable_reason() if spec else None
+        if reason:
+            problems.append(f"{source}: workloads[{i}].model: {name!r} is not available: {reason}")
+    return problems
+
+
 def load_builtin_models() -> None:
     # Importing the modules runs their decorators; torch is not imported here.
-    from workflow.models import bert, layers  # noqa: F401
+    from workflow.models import bert, decoders, layers, minilm, vision  # noqa: F401

@@ -1,0 +1,95 @@
+# render: results/report.json -> the reports people read (workflow.render), one rule per
+# format, each rebuilt only when the report (or the measured peak) changes. Every output
+# is wrapped in report() so that `snakemake --report report.zip` shows it with a caption.
+from workflow.paths import DASHBOARD, LOGS, PEAK, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+
+RENDER_CATEGORY = "Reports"
+
+
+# The machine's f32 matmul peak, the 100% of percent-of-peak figures. A measurement like
+# any timing job: it holds the bench slot and every core, so it never runs beside one.
+rule measure_peak:
+    output:
+        peak=PEAK,
+    log:
+        LOGS + "/render/peak.log",
+    threads: BENCH_THREADS
+    resources:
+        bench_slot=1,
+        mem_mb=1024,
+        runtime=LOCAL_RUNTIME_MIN,
+    script:
+        "../scripts/render_peak.py"
+
+
+rule render_markdown:
+    input:
+        report=REPORT,
+    output:
+        md=report(REPORT_MD, caption="../report/markdown.rst", category=RENDER_CATEGORY,
+                  labels={"format": "Markdown", "content": "coverage table"}),
+    log:
+        LOGS + "/render/markdown.log",
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=LOCAL_MEM_MB,
+        runtime=LOCAL_RUNTIME_MIN,
+    script:
+        "../scripts/render_markdown.py"
+
+
+rule render_csv:
+    input:
+        report=REPORT,
+        peak=PEAK,
+    output:
+        csv=report(REPORT_CSV, caption="../report/csv.rst", category=RENDER_CATEGORY,
+                   labels={"format": "CSV", "content": "one row per case"}),
+    log:
+        LOGS + "/render/csv.log",
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=LOCAL_MEM_MB,
+        runtime=LOCAL_RUNTIME_MIN,
+    script:
+        "../scripts/render_csv.py"
+
+
+rule render_dashboard:
+    input:
+        report=REPORT,
+        peak=PEAK,
+    output:
+        dashboard=report(DASHBOARD, caption="../report/dashboard.rst",
+                         category=RENDER_CATEGORY,
+                         labels={"format": "JSON", "content": "OSS dashboard v3 records"}),
+    log:
+        LOGS + "/render/dashboard.log",
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=LOCAL_MEM_MB,
+        runtime=LOCAL_RUNTIME_MIN,
+    script:
+        "../scripts/render_dashboard.py"
+
+
+rule render_html:
+    input:
+        report=REPORT,
+        peak=PEAK,
+    output:
+        html=report(REPORT_HTML, caption="../report/html.rst", category=RENDER_CATEGORY,
+                    labels={"format": "HTML", "content": "table and plots"}),
+    log:
+        LOGS + "/render/html.log",
+    localrule: True
+    threads: 1
+    resources:
+        mem_mb=1024,  # matplotlib figures
+        runtime=LOCAL_RUNTIME_MIN,
+    script:
+        "../scripts/render_html.py"

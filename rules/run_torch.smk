@@ -1,0 +1,31 @@
+# run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
+# support checks, accuracy, graph statistics, then fresh-process invocations.
+from workflow.paths import LOGS, TORCH_BATCH_DIR
+from workflow.resources import torch_batch_mem_mb, torch_batch_runtime_min
+
+
+rule run_torch:
+    output:
+        batch=directory(TORCH_BATCH_DIR),
+    params:
+        cases=lambda wc: torch_batch_plan(SUITE, wc.sku, wc.backend, wc.recipe, wc.batch),
+        backend=lambda wc: SUITE.config["torch_backends"][wc.backend],
+        sku=lambda wc: SUITE.sku(wc.sku),
+        tolerances=SUITE.config["accuracy"],
+        torch_version=TORCH_VERSION,
+        torchao_version=TORCHAO_VERSION,
+    log:
+        LOGS + "/torch/{sku}/{backend}/{recipe}/{batch}.log",
+    # Timing jobs never overlap each other nor any other job (see Snakefile).
+    resources:
+        bench_slot=1,
+        # The batch's largest model, and every case's run_s in every pass.
+        mem_mb=lambda wc, attempt: torch_batch_mem_mb(
+            [c.workload for c in SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)],
+            attempt),
+        runtime=lambda wc: torch_batch_runtime_min(
+            len(SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)),
+            SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"]),
+    threads: BENCH_THREADS
+    script:
+        "../scripts/run_torch.py"

@@ -1,0 +1,14 @@
+# Adapter: Snakemake rule `case_bench_file` -> workflow.bench_stages.case_benchmark_file.
+from workflow.bench_stages import case_benchmark_file
+
+case_benchmark_file(
+    identity=snakemake.params.identity,
+    sku=snakemake.config["skus"][snakemake.wildcards.sku],
+    compiled=snakemake.input.compiled,
+    run=snakemake.input.run,
+    goldens=snakemake.input.goldens,
+    provenance=snakemake.params.provenance,
+    file_goldens=snakemake.params.file_goldens,
+    gate=snakemake.params.gate,
+    case=snakemake.output.case,
+)

@@ -1,0 +1,11 @@
+# Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.compile_module.
+from workflow.stages import compile_module
+
+compile_module(
+    mlir=snakemake.input.mlir,
+    sku=snakemake.config["skus"][snakemake.wildcards.sku],
+    flags=list(snakemake.params.flags),
+    timeout=snakemake.config["timeouts"]["compile_s"],
+    log=snakemake.log[0],
+    **dict(snakemake.output.items()),
+)

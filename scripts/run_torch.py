@@ -1,0 +1,12 @@
+# Adapter: Snakemake rule `run_torch` -> workflow.torch_stage.run_torch_batch.
+from workflow.torch_stage import run_torch_batch
+
+run_torch_batch(
+    cases=snakemake.params.cases,
+    backend=snakemake.params.backend,
+    sku=snakemake.params.sku,
+    tolerances=snakemake.params.tolerances,
+    timeout_per_case=snakemake.config["timeouts"]["run_s"],
+    out_dir=snakemake.output.batch,
+    log=snakemake.log[0],
+)

@@ -1,0 +1,171 @@
+"""`benchflow run` (Forge's benchmark.py) and `benchflow list` / `--list`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, tiny_suite, write_suite
+from workflow.cli import build_parser, main
+from workflow.cli_run import parse_dtype, plan_run, summary_line
+from workflow.errors import ConfigError
+
+
+def run_args(*argv: str):
+    return build_parser().parse_args(["run", *argv])
+
+
+@pytest.fixture
+def suite_file(tmp_path) -> Path:
+    return write_suite(tmp_path / "suite.yaml", tiny_suite())
+
+
+@pytest.mark.parametrize("name,dtype", [("Fp32", "f32"), ("Fp16", "f16"), ("Fp16_b", "bf16"),
+                                        ("f32", "f32"), ("f16", "f16"), ("bf16", "bf16")])
+def test_forge_and_own_dtype_names(name, dtype):
+    assert parse_dtype(name) == dtype
+    assert run_args("-m", "linear", "-df", name).dtype == dtype
+
+
+def test_forge_block_formats_are_refused_with_the_reason(capsys):
+    with pytest.raises(SystemExit):
+        run_args("-m", "linear", "-df", "Bfp8_b")
+    assert "block-float format" in capsys.readouterr().err
+
+
+def test_plan_is_a_one_case_suite_from_the_options(suite_file):
+    plan = plan_run(run_args("-m", "bert", "-c", "tiny", "--layers", "1", "--shape", "1,16",
+                             "-df", "Fp16_b", "--sku", "generic", "--loop-count", "7",
+                             "--configfile", str(suite_file)))
+    case = plan.case
+    assert case.id == "generic/iree/bert-tiny-L1-1x16-bf16/baseline"
+    assert plan.suite["skus"]["generic"]["measurement"]["repetitions"] == 7
+    # The SKU is the suite's own otherwise: the local-sync device of `generic`.
+    assert plan.suite["skus"]["generic"]["iree"]["device"] == "local-sync"
+    assert list(plan.suite["skus"]) == ["generic"]
+    assert plan.workdir == Path("results/cli/generic+iree+bert-tiny-L1-1x16-bf16+baseline")
+
+
+def test_plan_defaults_take_the_default_suites_first_sku():
+    plan = plan_run(run_args("-m", "mnist"))
+    assert plan.case.id == "cpu-host/iree/mnist-f32/baseline"
+    assert plan.suite["skus"]["cpu-host"]["measurement"]["repetitions"] == 10
+
+
+def test_training_flag_selects_training_mode_on_torch_eager():
+    plan = plan_run(run_args("-m", "mnist", "-t"))
+    assert plan.case.workload.mode == "training" and plan.case.backend == "torch-eager"
+
+
+def test_option_problems_are_reported_together(suite_file):
+    with pytest.raises(ConfigError) as err:
+        plan_run(run_args("-m", "linear", "-c", "huge", "--layers", "2", "--sku", "nope",
+                          "--configfile", str(suite_file)))
+    text = "\n".join(err.value.problems)
+    assert "-c huge: linear has configs ['default']" in text
+    assert "--layers: linear has no layer count" in text
+    assert "--sku nope" in text and "['generic', 'host']" in text
+    with pytest.raises(ConfigError, match="-m gpt3: unknown model"):
+        plan_run(run_args("-m", "gpt3"))
+    # What only the suite schema knows is reported with the option's key path.
+    with pytest.raises(ConfigError, match="backends"):
+        plan_run(run_args("-m", "linear", "-b", "tvm"))
+
+
+@pytest.mark.parametrize("argv", [["list"], ["--list"], ["-l"], ["run", "--list"]])
+def test_list_prints_models_configs_skus_backends_recipes(capsys, argv):
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for expected in ("gpt2: tiny, small;", "llama: tiny;", "mnist: default;", "resnet18:",
+                     "minilm:", "bert: tiny, base, large;", "skus (", "cpu-host:",
+                     "cpu-generic-sync:", "backends: iree, torch-eager, torch-inductor",
+                     "recipes: baseline, int8wo"):
+        assert expected in out, expected
+
+
+def test_summary_line_of_ok_and_failed_records():
+    ok = {"id": "h/iree/m-f32/baseline", "status": "ok",
+          "timing": {"median_ms": 1.2345, "cv": 0.021, "invocations": 5, "repetitions": 10,
+                     "noisy": False},
+          "throughput": {"gflops": 12.5}, "accuracy": {"pcc": 0.9999991, "accurate": True},
+          "golden": {"verdict": "no-golden"}}
+    assert summary_line(ok) == ("ok h/iree/m-f32/baseline  median 1.234 ms (cv 2.1%, 5 "
+                                "invocations x 10 repetitions)  12.5 GFLOP/s  pcc 0.999999  "
+                                "golden no-golden")
+    failed = {"id": "h/iree/m-f32/baseline", "status": "failed", "stage": "compile",
+              "error": "iree-compile exited with 1:\nerror: boom"}
+    assert summary_line(failed) == ("failed h/iree/m-f32/baseline at compile: "
+                                    "iree-compile exited with 1:")
+
+
+def test_corrupt_output_file_is_refused_before_anything_runs(tmp_path, capsys):
+    out = tmp_path / "perf.json"
+    out.write_text('{"cases": [')
+    workdir = tmp_path / "work"
+    assert main(["run", "-m", "linear", "-o", str(out), "--workdir", str(workdir)]) == 1
+    assert "not valid JSON" in capsys.readouterr().err
+    assert out.read_text() == '{"cases": [' and not workdir.exists()
+
+
+@pytest.mark.e2e
+def test_run_appends_records_through_the_workflow(tmp_path, suite_file, capsys):
+    out = tmp_path / "perf.json"
+    argv = ["run", "-m", "linear", "--shape", "16x32x32", "--sku", "host", "--loop-count", "2",
+            "--configfile", str(suite_file), "-o", str(out), "--cores", "2",
+            "--workdir", str(tmp_path / "work")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert first.startswith("ok host/iree/linear-16x32x32-f32/baseline  median ")
+    assert "appended to" in first and "(1 records)" in first
+    # The case ran through snakemake in the work directory, with the one-case suite.
+    work = tmp_path / "work"
+    assert (work / "results/cases/host/iree/linear-16x32x32-f32/baseline.json").exists()
+    assert "Nothing to be done" not in (work / "snakemake.log").read_text()
+    # Same command again: everything is up to date, and a second record is appended.
+    assert main(argv) == 0
+    assert "Nothing to be done" in (work / "snakemake.log").read_text()
+    doc = json.loads(out.read_text())
+    assert len(doc["cases"]) == 2
+    rec = doc["cases"][0]
+    assert rec["status"] == "ok" and rec["timing"]["repetitions"] == 2
+    assert rec["accuracy"]["accurate"] and rec["sku"] == "host"
+
+
+@pytest.mark.e2e
+def test_unsupported_case_is_recorded_and_exits_non_zero(tmp_path, suite_file):
+    """IREE runs inference only: -t -b iree is an `unsupported` record, through the console
+    script (the report step records it, no stage runs)."""
+    out = tmp_path / "perf.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "workflow.cli", "run", "-m", "linear", "-t", "-b", "iree",
+         "--configfile", str(suite_file), "-o", str(out), "--workdir", str(tmp_path / "w")],
+        capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("unsupported host/iree/linear-f32-train/baseline: ")
+    [rec] = json.loads(out.read_text())["cases"]
+    assert rec["status"] == "unsupported" and rec["mode"] == "training"
+
+
+def test_coverage_subcommand_prints_the_table(tmp_path, capsys):
+    report = {"cases": [
+        {"id": "h/iree/m-f32/baseline", "model": "m", "workload": "m-f32", "backend": "iree",
+         "status": "ok", "stage": None, "error": None, "timing": {"median_ms": 1.0},
+         "accuracy": {"accurate": True},
+         "graph": {"aten_ops": 3, "aten_ops_unique": 2,
+                   "op_histogram": {"aten.linear.default": 2, "aten.relu.default": 1}}},
+    ]}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    assert main(["coverage", "--report", str(path), "--ops"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:2] == ["model  aten ops  unique  iree",
+                                    "m      3         2       pass 1/1"]
+    assert "iree: 1/1 models pass" in out and "  aten.linear.default x2" in out
+    assert main(["coverage", "--report", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passing"] == {"iree": {"models": 1, "passing": 1}}
+    path.write_text("{")
+    assert main(["coverage", "--report", str(path)]) == 1

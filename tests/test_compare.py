@@ -1,0 +1,93 @@
+"""`benchflow compare`: sections, rows, sorting, the geometric mean, both formats."""
+
+import json
+import math
+
+import pytest
+
+from tests.test_goldens import BASE, make_case, make_report
+from workflow.cli import main
+from workflow.compare import compare, to_json, to_markdown
+from workflow.storage import write_json
+
+
+def scaled(k):
+    return [k * x for x in BASE]
+
+
+@pytest.fixture
+def reports(tmp_path):
+    base = make_report(
+        make_case("host/iree/slow2x/baseline", BASE),
+        make_case("host/iree/slow30/baseline", BASE),
+        make_case("host/iree/fast/baseline", BASE),
+        make_case("host/iree/same/baseline", BASE),
+        make_case("host/iree/noisy/baseline", BASE),
+        make_case("host/iree/gone/baseline", BASE),
+        make_case("host/iree/broke/baseline", BASE), sha="base111")
+    new = make_report(
+        make_case("host/iree/slow2x/baseline", scaled(2.0), dispatch=3),
+        make_case("host/iree/slow30/baseline", scaled(1.3)),
+        make_case("host/iree/fast/baseline", scaled(0.5)),
+        make_case("host/iree/same/baseline", scaled(1.02)),
+        # Noisy, and its range overlaps what the base's spread x 1.1 allows: inconclusive.
+        make_case("host/iree/noisy/baseline", [1.05, 1.4, 1.45, 1.5, 1.6], noisy=True),
+        make_case("host/iree/broke/baseline", BASE, status="failed"),
+        make_case("host/iree/added/baseline", BASE), sha="new222")
+    b, n = tmp_path / "base.json", tmp_path / "new.json"
+    write_json(b, base)
+    write_json(n, new)
+    return b, n
+
+
+def test_sections_sorted_by_change_with_geometric_mean(reports):
+    base, new = (json.loads(p.read_text()) for p in reports)
+    result = compare(base, new)
+    sections = {name: [r.id.split("/")[2] for r in rows]
+                for name, rows in result["sections"].items()}
+    assert sections == {"Regressed": ["slow2x", "slow30"], "Improved": ["fast"],
+                        "Similar": ["noisy", "same"]}
+    expected = math.exp(sum(map(math.log, [2.0, 1.3, 0.5, 1.02, 1.45])) / 5)
+    assert result["geomean_ratio"] == pytest.approx(expected)
+    assert dict(result["unmatched"]) == {
+        "host/iree/added/baseline": "only in new", "host/iree/gone/baseline": "only in base",
+        "host/iree/broke/baseline": "new: failed at compile"}
+
+
+def test_markdown_is_ready_for_a_pull_request(reports):
+    md = to_markdown(compare(*(json.loads(p.read_text()) for p in reports)))
+    assert md.startswith("## Benchmark comparison")
+    assert "base `base111`" in md and "new `new222`" in md
+    assert md.index("### Regressed (2)") < md.index("### Improved (1)") < md.index(
+        "### Similar (2)")
+    assert ("| `host/iree/slow2x/baseline` | 2 ms (vs. 1 ms, +100.0%) | 0.00397 | "
+            "dispatches 2 -> 3 |") in md
+    assert "| `host/iree/fast/baseline` | 0.5 ms (vs. 1 ms, -50.0%) | 0.00397 |  |" in md
+    assert "noisy, inconclusive" in md
+    assert md.index("slow2x") < md.index("slow30")
+    geo = math.exp(sum(map(math.log, [2.0, 1.3, 0.5, 1.02, 1.45])) / 5)
+    assert f"| **geometric mean (5 cases)** | ×{geo:.4f} ({geo - 1:+.1%}) |" in md
+    assert "- `host/iree/gone/baseline`: only in base" in md
+
+
+def test_cli_reports_and_exits_0_in_both_formats(reports, capsys):
+    assert main(["compare", *map(str, reports)]) == 0
+    assert "### Regressed (2)" in capsys.readouterr().out
+    assert main(["compare", *map(str, reports), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = data["sections"]["Regressed"]
+    assert [r["id"] for r in rows] == ["host/iree/slow2x/baseline", "host/iree/slow30/baseline"]
+    assert rows[0]["change"] == pytest.approx(1.0) and rows[0]["p_value"] < 0.05
+    assert data["compared"] == 5 and data["settings"]["tolerance"] == 1.1
+    # A looser tolerance moves the 1.3x case to Similar.
+    assert main(["compare", *map(str, reports), "--format", "json", "--tolerance", "1.5"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["sections"]["Regressed"]) == 1
+
+
+def test_json_has_every_row_field():
+    base = make_report(make_case("h/iree/a/baseline", BASE))
+    out = to_json(compare(base, base))
+    (row,) = out["sections"]["Similar"]
+    assert set(row) == {"id", "base_ms", "new_ms", "ratio", "p_value", "section", "note",
+                        "change"}
+    assert row["ratio"] == 1.0 and out["geomean_ratio"] == 1.0

@@ -1,0 +1,133 @@
+"""End-to-end: the shipped sharktank-format benchmarks in the pipeline, with dispatch and
+size checks against their goldens, then bless, the gate target and `benchflow check`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
+from tests.test_e2e import job_counts, read_report
+from workflow.cli import main
+
+pytestmark = pytest.mark.e2e
+
+LINEAR = "host/iree/linear-16x32x32-f32/baseline"
+MATMUL = "host/iree/tiny_mlp.matmul_cpu/baseline"
+MLP = "host/iree/tiny_mlp.mlp_cpu/baseline"
+BENCH_IDS = {MATMUL, MLP, "host/iree/tiny_pipeline.pipeline_cpu/baseline",
+             "host/iree/tiny_pipeline.scale_cpu/baseline"}
+
+
+def suite(workdir) -> dict:
+    # Four invocations: the fewest with which 4 vs 4 medians can reach p < 0.05 (1/70).
+    # noisy_cv is high so that a shared machine's noise cannot turn the injected
+    # regression below into `inconclusive`: that path has its unit tests.
+    m = {**FAST_MEASUREMENT, "invocations": 4, "noisy_cv": 5.0}
+    return {
+        "suite_name": "gate",
+        # The shipped files hold goldens for the default suite's cpu-host SKU.
+        "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": m}},
+        "workloads": [{"model": "linear", "shapes": [[16, 32, 32]]}],
+        "benchmark_files": {"dir": str(workdir / "benchmarks"), "models": ["tiny_*"],
+                            "golden_keys": {"host": "cpu-host"}},
+    }
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("gate")
+    # A copy, so that tests can edit the files' goldens.
+    shutil.copytree(REPO / "benchmarks", wd / "benchmarks")
+    write_suite(wd / "suite.yaml", suite(wd))
+    run(wd, "results/report.json")
+    return wd
+
+
+def run(wd, target, check=True):
+    return snakemake(wd, target, "--configfile", str(wd / "suite.yaml"), check=check)
+
+
+def cases(wd) -> dict:
+    return {c["id"]: c for c in read_report(wd)["cases"]}
+
+
+def edit(path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data, indent=4))
+
+
+def test_shipped_benchmarks_run_with_dispatch_and_size_checks(workdir):
+    by_id = cases(workdir)
+    assert set(by_id) == BENCH_IDS | {LINEAR}
+    for cid in BENCH_IDS:
+        c = by_id[cid]
+        assert c["status"] == "ok", c["error"]
+        g = c["golden"]
+        assert g["source"].endswith(cid.split("/")[2].replace(".", "/") + ".json")
+        # Deterministic for a compiler version: the recorded goldens hold here.
+        assert g["dispatch_verdict"] == "pass" and g["dispatch_ratio"] == 1.0
+        assert g["size_verdict"] == "pass" and 0.9 < g["size_ratio"] <= 1.0
+        # Time against the file's single golden number: a verdict, its ratio and p.
+        assert g["verdict"] in ("pass", "regression", "improvement", "inconclusive")
+        assert g["ratio"] > 0 and 0 < g["p_value"] <= 1
+        assert g["test"] == "wilcoxon-signed-rank-exact"
+    mlp = by_id[MLP]
+    assert mlp["compile"]["dispatch_count"] == 2 and mlp["timing"]["repetitions"] == 10
+    assert "--parameters=model=" + str(workdir / "benchmarks/tiny_mlp/mlp_weights.irpa") in \
+        json.loads((workdir / "results/bench_files/run/host/tiny_mlp.mlp_cpu/timing.json")
+                   .read_text())["command"]
+    assert by_id[LINEAR]["golden"]["verdict"] == "no-golden"
+
+
+def test_changed_file_goldens_rerun_only_case_steps_and_fail_the_gate(workdir, capsys):
+    bench = workdir / "benchmarks"
+    edit(bench / "tiny_mlp/matmul_cpu.json", lambda d: d["golden_dispatch"].update(
+        {"cpu-host": 0}))
+    edit(bench / "tiny_mlp/mlp_cpu.json", lambda d: d["golden_size"].update({"cpu-host": 1000}))
+    dry = snakemake(workdir, "-n", "results/report.json", "--configfile",
+                    str(workdir / "suite.yaml"))
+    assert job_counts(dry) == {"case_bench_file": 2, "report": 1}
+    run(workdir, "results/report.json")  # a regression never fails the report
+    by_id = cases(workdir)
+    assert by_id[MATMUL]["golden"]["dispatch_verdict"] == "regression"
+    assert by_id[MLP]["golden"]["size_verdict"] == "regression"
+    gate = run(workdir, "results/gate.json", check=False)
+    assert gate.returncode != 0 and not (workdir / "results/gate.json").exists()
+    text = gate.stdout + gate.stderr
+    assert f"{MATMUL}: dispatch" in text and f"{MLP}: " in text
+    assert "size x" in text
+    assert main(["check", "--report", str(workdir / "results/report.json")]) == 1
+    out = capsys.readouterr().out
+    assert f"REGRESSED {MATMUL}" in out and f"REGRESSED {MLP}" in out
+
+
+def test_blessed_goldens_pass_the_gate_until_a_real_regression(workdir, capsys):
+    gdir = workdir / "goldens"
+    report = str(workdir / "results/report.json")
+    assert main(["bless", "--report", report, "--goldens", str(gdir)]) == 0
+    assert not gdir.exists()  # a dry run
+    assert main(["bless", "--report", report, "--goldens", str(gdir), "--yes"]) == 0
+    dry = snakemake(workdir, "-n", "results/report.json", "--configfile",
+                    str(workdir / "suite.yaml"))
+    assert job_counts(dry) == {"case_bench_file": 4, "case_iree": 1, "report": 1}
+    run(workdir, "results/gate.json")
+    gate = json.loads((workdir / "results/gate.json").read_text())
+    assert gate["passed"] and gate["time_verdicts"] == {"pass": 5}
+    for c in cases(workdir).values():
+        assert c["golden"]["source"] == "goldens/host.json"  # the suite's goldens.dir
+        assert c["golden"]["test"] == "mann-whitney-exact" and c["golden"]["ratio"] == 1.0
+    # A real slowdown, as seen from the goldens: they claim 4x faster invocations.
+    edit(gdir / "host.json", lambda d: d["cases"][LINEAR].update(
+        invocation_medians_ms=[x / 4 for x in d["cases"][LINEAR]["invocation_medians_ms"]],
+        median_ms=d["cases"][LINEAR]["median_ms"] / 4))
+    gate = run(workdir, "results/gate.json", check=False)
+    assert gate.returncode != 0 and f"{LINEAR}: time regressed" in gate.stdout + gate.stderr
+    g = cases(workdir)[LINEAR]["golden"]
+    assert g["verdict"] == "regression" and g["ratio"] == pytest.approx(4.0)
+    assert g["p_value"] == pytest.approx(1 / 70)
+    assert main(["check", "--report", report]) == 1
+    assert f"REGRESSED {LINEAR}: time regressed" in capsys.readouterr().out

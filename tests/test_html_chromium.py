@@ -1,0 +1,117 @@
+"""report.html in a real headless Chromium (Debian's `chromium`), and the end-to-end run
+that produces all five reports.
+
+The browser is driven over the DevTools protocol (tests/chromium.py): the page must load
+with no console error or warning, no uncaught exception, no failed load and no request
+to anything but itself; show one table row per case; sort when a header is clicked; and
+draw its plots. Screenshots are kept under artifacts/ (gitignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+
+import jsonschema
+import pytest
+
+from tests import chromium
+from tests.conftest import REPO, snakemake, tiny_suite, write_suite
+from tests.render_data import PEAK, iree_report, with_synthetic_verdicts
+from workflow.render import dashboard, html
+from workflow.report import report_schema
+
+ARTIFACTS = REPO / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def browser_binary() -> str:
+    binary, why = chromium.find_or_install()
+    if binary is None:
+        pytest.skip(why)
+    return binary
+
+
+def check_page(binary: str, page, screenshot, case_ids: list[str]) -> dict:
+    seen = chromium.load(binary, page, screenshot)
+    assert seen["console_errors"] == [] and seen["exceptions"] == []
+    assert seen["log_errors"] == [] and seen["foreign_requests"] == []
+    assert seen["ready"] == "1", "the page's script did not finish"
+    assert seen["rows"] == len(case_ids) and sorted(seen["ids"]) == sorted(case_ids)
+    timed = [float(v) for v in seen["ascending"] if v]
+    assert timed == sorted(timed) and seen["ascending"][len(timed):] == [""] * (
+        len(case_ids) - len(timed))
+    assert [float(v) for v in seen["descending"] if v] == sorted(timed, reverse=True)
+    assert seen["images"] and all(done and width > 0 for done, width in seen["images"])
+    assert screenshot.stat().st_size > 10_000
+    return seen
+
+
+def test_fixture_report_in_chromium(browser_binary, tmp_path):
+    report = with_synthetic_verdicts(iree_report())
+    page = tmp_path / "report.html"
+    page.write_text(html.render(report, PEAK))
+    ARTIFACTS.mkdir(exist_ok=True)
+    seen = check_page(browser_binary, page, ARTIFACTS / "report-fixture.png",
+                      [c["id"] for c in report["cases"]])
+    # As first shown, before any sort: regressions first.
+    regressed = [c["id"] for c in report["cases"] if c["golden"]["verdict"] == "regression"]
+    assert seen["ids"][0] in regressed
+
+
+def test_the_checker_sees_what_a_broken_page_does(browser_binary, tmp_path):
+    """The negative control: the same checks catch console errors, exceptions and a
+    fetch from elsewhere (a closed port on this machine's loopback)."""
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">'
+                    '<script>console.error("boom"); undefined_function();</script>'
+                    "</body></html>")
+    seen = chromium.load(browser_binary, page, None)
+    assert [m["args"][0]["value"] for m in seen["console_errors"]] == ["boom"]
+    assert "undefined_function" in json.dumps(seen["exceptions"])
+    assert seen["foreign_requests"] == ["http://127.0.0.1:9/x.png"]
+    assert seen["ready"] is None and seen["rows"] == 0
+
+
+@pytest.mark.e2e
+def test_a_suite_produces_all_five_reports(browser_binary, tmp_path):
+    suite = tiny_suite(workloads=[{"model": "linear", "shapes": [[16, 32, 32], [32, 32, 32]]},
+                                  {"model": "ln_linear_relu", "shapes": [[16, 32, 64]]}])
+    suite["skus"].pop("generic")
+    write_suite(tmp_path / "suite.yaml", suite)
+    snakemake(tmp_path, "all", "--configfile", str(tmp_path / "suite.yaml"))
+    results = tmp_path / "results"
+    report = json.loads((results / "report.json").read_text())
+    jsonschema.Draft202012Validator(report_schema()).validate(report)
+    ids = sorted(c["id"] for c in report["cases"])
+    assert len(ids) == 3
+
+    rows = list(csv.DictReader(io.StringIO((results / "report.csv").read_text())))
+    assert sorted(r["id"] for r in rows) == ids
+
+    md = (results / "report.md").read_text()
+    coverage = md.split("## Coverage", 1)[1].split("### Explanation", 1)[0]
+    body = [line for line in coverage.splitlines() if line.startswith("| ")][1:]
+    assert len(body) == len(ids) and all("✅ ok" in line for line in body)
+
+    records = json.loads((results / "dashboard.json").read_text())
+    jsonschema.Draft202012Validator(dashboard.schema()).validate(records)
+    assert {r["benchmark"]["extra_info"]["case_id"] for r in records} == set(ids)
+
+    peak = json.loads((results / "peak.json").read_text())
+    assert peak["gflops"] > 0
+    assert f"{peak['gflops']:.1f} GFLOP/s" in (results / "report.html").read_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    check_page(browser_binary, results / "report.html", ARTIFACTS / "report-e2e.png", ids)
+
+    # A finished suite reruns nothing, and Snakemake's own report carries the five.
+    again = snakemake(tmp_path, "all", "--configfile", str(tmp_path / "suite.yaml"))
+    assert "Nothing to be done" in again.stdout + again.stderr
+    snakemake(tmp_path, "all", "--configfile", str(tmp_path / "suite.yaml"),
+              "--report", str(tmp_path / "report.zip"))
+    with zipfile.ZipFile(tmp_path / "report.zip") as archive:
+        names = archive.namelist()
+    for name in ("report.md", "report.csv", "dashboard.json", "report.html"):
+        assert any(n.endswith("/" + name) for n in names), (name, names)

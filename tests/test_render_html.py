@@ -1,0 +1,119 @@
+"""results/report.html without a browser: self-contained, one row per case, regressions
+first, heatmaps for shape sweeps, the measured peak on the page. (The browser test is
+tests/test_html_chromium.py.)"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from tests.render_data import PEAK, iree_report, torch_report, with_synthetic_verdicts
+from workflow.render import common as c
+from workflow.render import html, plots
+
+
+class Page(HTMLParser):
+    """Collects what a self-containment and structure check needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[dict] = []
+        self.urls: list[str] = []
+        self.tags: list[str] = []
+        self.images: list[str] = []
+        self._in_body = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        for key in ("src", "href", "action", "data", "poster"):
+            if attrs.get(key):
+                self.urls.append(attrs[key])
+        if tag == "img":
+            self.images.append(attrs["src"])
+        if tag == "tbody":
+            self._in_body = True
+        if tag == "tr" and self._in_body:
+            self.rows.append(attrs)
+
+
+def parse(text: str) -> Page:
+    page = Page()
+    page.feed(text)
+    return page
+
+
+# Rendering draws every plot (seconds on the CI machine): once per report per module.
+@pytest.fixture(scope="module")
+def real():
+    report = iree_report()
+    return report, html.render(report, PEAK)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    report = with_synthetic_verdicts(iree_report())
+    return report, html.render(report, PEAK)
+
+
+def test_self_contained_page_with_one_row_per_case(real):
+    report, text = real
+    page = parse(text)
+    assert len(page.rows) == len(report["cases"])
+    assert sorted(r["data-id"] for r in page.rows) == sorted(x["id"] for x in report["cases"])
+    # Nothing is fetched: every URL is a data: URI, no external script, style or font.
+    assert page.urls and all(u.startswith("data:image/png;base64,") for u in page.urls)
+    assert "link" not in page.tags and not re.search(r"@import|url\(|https?://", text)
+    assert len(page.images) == 4  # latency, two sweeps (one per SKU), GEMM throughput
+
+
+def test_regressions_first_then_failures_then_degraded(synthetic):
+    report, text = synthetic
+    page = parse(text)
+    classes = [r["class"] for r in page.rows]
+    assert classes[:2] == ["st-degraded regression"] * 2
+    assert classes[2:4] == ["st-failed"] * 2 and classes[4] == "st-degraded"
+    assert set(classes[5:]) == {"st-ok"}
+    attention = text.split('<ul class="attention">', 1)[1].split("</ul>", 1)[0]
+    assert attention.index("time regression") < attention.index("failed at compile")
+
+
+def test_peak_and_gflops_cells(real):
+    report, text = real
+    assert "100.0 GFLOP/s (test peak" in text
+    case = next(x for x in report["cases"] if x["id"] == "host/iree/linear-64x128x64-f32/baseline")
+    row = text.split(f'data-id="{case["id"]}"', 1)[1].split("</tr>", 1)[0]
+    values = re.findall(r'data-v="([^"]*)"', row)
+    assert repr(case["throughput"]["gflops"]) in values
+    assert repr(100 * case["throughput"]["gflops"] / PEAK["gflops"]) in values
+    assert "not measured" in html.render(report, None)
+
+
+def test_sweeps_group_by_everything_but_the_shape():
+    report = iree_report()
+    groups = plots.sweeps(report["cases"])
+    assert sorted(k[3] for k in groups) == ["generic", "host"]
+    for by_n in groups.values():
+        cells = by_n[32]
+        assert sorted(c.gemm_mkn(x)[:2] for x in cells) == [(16, 32), (16, 128), (64, 32),
+                                                            (64, 128)]
+    maps = plots.heatmaps(report["cases"], c.Index.of(report["cases"]))
+    assert [m.title for m in maps] == ["linear f32 · generic · iree · baseline · N=32",
+                                       "linear f32 · host · iree · baseline · N=32"]
+
+
+def test_sweep_heatmaps_show_speedups_where_there_are_some():
+    """Inductor and IREE sweeps show the speedup over eager, eager int8wo the speedup over
+    its baseline, and eager baseline (nothing to compare with) its GFLOP/s."""
+    report = torch_report()
+    maps = plots.heatmaps(report["cases"], c.Index.of(report["cases"]))
+    labels = {m.title.split(" · ", 2)[2]: m.label for m in maps}
+    assert labels == {
+        "iree · baseline · N=64": "speedup vs torch-eager (×)",
+        "torch-eager · baseline · N=64": "achieved GFLOP/s (no speedup recorded)",
+        "torch-eager · int8wo · N=64": "speedup vs baseline recipe (×)",
+        "torch-inductor · baseline · N=64": "speedup vs torch-eager (×)",
+        "torch-inductor · int8wo · N=64": "speedup vs torch-eager (×)",
+    }

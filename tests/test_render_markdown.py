@@ -1,0 +1,89 @@
+"""results/report.md: one coverage row per case, regressions and failures on top, every
+column explained, op tables, models passing per backend."""
+
+from __future__ import annotations
+
+import re
+
+from tests.render_data import find, iree_report, torch_report, with_synthetic_verdicts
+from workflow.render import markdown
+
+
+def coverage_rows(text: str) -> list[list[str]]:
+    """Cells of the coverage table's body rows."""
+    section = text.split("## Coverage", 1)[1].split("### Explanation", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+            for line in lines[1:]]
+
+
+def test_one_row_per_case_with_status_symbols():
+    report = iree_report()
+    rows = coverage_rows(markdown.render(report))
+    assert len(rows) == len(report["cases"])
+    header = [name for name, _ in markdown.COLUMNS]
+    assert all(len(row) == len(header) for row in rows)
+    status = {(r[0], r[3], r[6]): r[header.index("Status")] for r in rows}
+    assert status[("histc_model", "8x16", "host")] == "✘ failed (compile)"
+    assert status[("linear", "16x32x32", "host")] == "✅ ok"
+
+
+def test_failures_and_regressions_are_summarised_first():
+    text = markdown.render(with_synthetic_verdicts(iree_report()))
+    summary = text.split("## Coverage", 1)[0]
+    assert "### Regressions (2)" in summary and "### Failures (2)" in summary
+    assert "### Degraded accuracy (1)" in summary and "pcc 0.950000 < 0.999" in summary
+    assert summary.index("Regressions") < summary.index("Failures") < summary.index("Degraded")
+    # iree-compile's first line says little; the summary adds the compiler's error.
+    assert "iree-compile exited with 1: error: failed to legalize operation" in summary
+    rows = coverage_rows(text)
+    firsts = [r[7] for r in rows[:5]]
+    assert firsts[:2] == ["🚧 degraded", "🚧 degraded"]  # the two regressions
+    assert firsts[2:4] == ["✘ failed (compile)"] * 2 and firsts[4] == "🚧 degraded"
+    assert "regression ×1.300" in rows[0][-1] or "regression ×1.300" in rows[1][-1]
+
+
+def test_backend_ms_carries_its_interval_and_every_column_is_explained():
+    report = iree_report()
+    text = markdown.render(report)
+    case = next(c for c in report["cases"] if c["id"] == "host/iree/linear-16x32x32-f32/baseline")
+    lo, hi = case["timing"]["ci95_ms"]
+    row = next(r for r in coverage_rows(text) if r[0] == "linear" and r[3] == "16x32x32"
+               and r[6] == "host")
+    assert row[12] == f"{case['timing']['median_ms']:.4g} [{lo:.4g}, {hi:.4g}]"
+    explained = re.findall(r"^\*\*(.+?)\*\*:", text, flags=re.M)
+    assert explained == [name for name, _ in markdown.COLUMNS]
+
+
+def test_op_tables_and_passing_models():
+    text = markdown.render(iree_report())
+    histc = text.split("#### histc_model", 1)[1].split("####", 1)[0]
+    assert "| aten.histc.default | 1 | ✘ op |" in histc  # iree-compile names the op
+    linear = text.split("#### linear", 1)[1].split("####", 1)[0]
+    assert "| aten.linear.default | 1 | ✅ |" in linear
+    assert "| iree | 2 / 3 | 12 / 14 | 0 | 2 | 0 |" in text
+
+
+def test_pipes_in_cells_are_escaped():
+    assert markdown.cell("a|b\nc") == "a\\|b c"
+
+
+def test_torch_backends_eager_ms_speedup_and_unsupported_cases():
+    report = torch_report()
+    text = markdown.render(report)
+    rows = coverage_rows(text)
+    assert len(rows) == len(report["cases"])
+    by_key = {(r[3], r[4], r[5]): r for r in rows}  # shape, backend, recipe
+    eager = find(report, "host/torch-eager/linear-64x64x64-f32/int8wo")
+    compiled = find(report, "host/torch-inductor/linear-64x64x64-f32/int8wo")
+    row = by_key[("64x64x64", "torch-inductor", "int8wo")]
+    assert row[11] == f"{eager['timing']['median_ms']:.4g}"  # eager ms: the eager sibling
+    assert row[13] == f"{compiled['speedup']['vs_eager']:.3g}×"
+    assert row[10] == f"{compiled['compile']['seconds']:.3g}" and row[9] == "—"
+    assert by_key[("64x64x64", "torch-eager", "int8wo")][13] == "—"  # eager vs itself
+    assert by_key[("64x64x64", "iree", "int8wo")][7] == "⊘ unsupported"
+    # Unsupported combinations are not failures: every model passes where it can run.
+    assert "| iree | 2 / 2 | 5 / 10 | 0 | 0 | 5 |" in text
+    linear = text.split("#### linear", 1)[1].split("####", 1)[0]
+    assert "| aten.linear.default | 1 | ✅ | ✅ | ✅ |" in linear
+    assert "| aten.mm.default | 1 | — | ✅ | ✅ |" in linear  # only int8wo graphs have it

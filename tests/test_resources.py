@@ -1,0 +1,224 @@
+"""workflow/resources.py: parameter estimates, memory and wall-time requests, and the
+rules' use of them (a dry run shows what each job would ask a scheduler for)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, snakemake, tiny_suite, write_suite
+from workflow import resources as r
+from workflow.models.registry import get_model
+from workflow.suite import Workload
+
+MIB = 1 << 20
+
+
+def torch_params(model: str, config: str, shape, layers=None) -> int:
+    module = get_model(model).build(config, "f32", layers, shape).module
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("model,config,shape,layers", [
+    ("linear", "default", (16, 32, 48), None),
+    ("ln_linear_gelu", "default", (8, 24, 40), None),
+    ("mlp", "default", (4, 16, 24), 3),
+    ("mlp", "default", (4, 16, 24), None),
+    ("transformer_block", "tiny", (1, 8), 2),
+    ("bert", "tiny", (1, 16), 1),
+    ("bert", "tiny", (1, 600), 1),  # positions grow past 512 with the sequence
+])
+def test_param_estimate_matches_the_built_model(model, config, shape, layers):
+    assert r.param_estimate(model, config, shape, layers) == torch_params(
+        model, config, shape, layers)
+
+
+def test_param_estimate_of_the_published_sizes():
+    # bert-base-uncased: 109,482,240 parameters with the pooler; large: 335,141,888.
+    assert r.param_estimate("bert", "base", (1, 128), None) == 109_482_240
+    assert r.param_estimate("bert", "large", (1, 128), None) == 335_141_888
+    assert r.fallback_params() == 335_141_888
+
+
+def test_unknown_models_are_not_guessed_but_get_the_largest_request():
+    assert r.param_estimate("my_model", "small", (8, 64), None) is None
+    unknown = Workload("x", "my_model", "small", "f32", (8, 64), None)
+    large = Workload("y", "bert", "large", "f32", (1, 128), None)
+    assert r.export_mem_mb(unknown) == r.export_mem_mb(large)
+
+
+# (stage, MiB of weights, measured peak MiB of the stage's tool): the calibration points
+# of workflow/resources.py. A request must cover the tool plus the job's own snakemake.
+MEASURED = [
+    ("export", 0, 404), ("export", 17, 554), ("export", 144, 720), ("export", 256, 995),
+    ("export", 512, 1571),
+    ("compile", 0, 142), ("compile", 17, 202), ("compile", 144, 612), ("compile", 256, 656),
+    ("compile", 512, 1166),
+    ("run", 0, 30), ("run", 144, 297), ("run", 256, 519), ("run", 512, 1032),
+    ("verify", 0, 35), ("verify", 144, 181), ("verify", 256, 291), ("verify", 512, 548),
+]
+
+
+@pytest.mark.parametrize("stage,weights_mib,peak_mib", MEASURED)
+def test_memory_requests_cover_the_measured_peaks(stage, weights_mib, peak_mib):
+    request = r.mem_request_mb(stage, weights_mib * MIB)
+    assert request >= r.JOB_BASE_MB + peak_mib
+    # ...without asking for several times what was used.
+    assert request <= 2.5 * (r.JOB_BASE_MB + peak_mib) + r.MEM_GRANULE_MB
+
+
+def test_memory_grows_with_weights_and_attempts():
+    small = r.mem_request_mb("compile", 10 * MIB)
+    big = r.mem_request_mb("compile", 4096 * MIB)
+    assert big > 2 * 4096 * 1.5 > small  # 2 x the weights, with headroom
+    assert r.mem_request_mb("compile", 10 * MIB, attempt=3) >= 3 * small - r.MEM_GRANULE_MB
+    for value in (small, big):
+        assert value % r.MEM_GRANULE_MB == 0
+
+
+def test_export_memory_follows_the_model_size_in_fp32():
+    tiny = Workload("a", "bert", "tiny", "f32", (1, 32), None)
+    base = Workload("b", "bert", "base", "f32", (1, 32), None)
+    base_f16 = Workload("c", "bert", "base", "f16", (1, 32), None)
+    assert r.export_mem_mb(base) > r.export_mem_mb(tiny)
+    # export builds the fp32 module whatever the dtype
+    assert r.export_mem_mb(base_f16) == r.export_mem_mb(base)
+    weights = 109_482_240 * 4 / MIB
+    assert r.export_mem_mb(base) >= r.JOB_BASE_MB + 520 + 2.25 * weights
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError):
+        r.mem_request_mb("link", 0)
+    with pytest.raises(ValueError):
+        r.mem_request_mb("run", -1)
+    with pytest.raises(ValueError):
+        r.mem_request_mb("run", 0, attempt=0)
+    with pytest.raises(ValueError):
+        r.runtime_min(-1)
+
+
+def test_wall_time_covers_the_stage_timeouts():
+    timeouts = {"export_s": 900, "compile_s": 120, "run_s": 600, "verify_s": 30}
+    assert r.export_runtime_min(timeouts) == 16       # (900 + 60) / 60
+    assert r.compile_runtime_min(timeouts) == 3       # (120 + 60) / 60
+    assert r.verify_runtime_min(timeouts) == 2        # (30 + 60) / 60 rounded up
+    # first call + 5 invocations + 5 more for a noisy case, 600 s each, + overhead
+    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": True}, timeouts) == 111
+    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": False}, timeouts) == 61
+
+
+def job_resources(text: str) -> list[tuple[str, dict]]:
+    """(rule, resources) of each job in a dry run's output."""
+    jobs = []
+    for block in re.split(r"\n(?=\s*rule \w+:)", text):
+        m = re.match(r"\s*rule (\w+):", block)
+        res = re.search(r"resources: (.*)", block)
+        if m and res:
+            jobs.append((m.group(1), dict(kv.split("=", 1) for kv in res.group(1).split(", "))))
+    return jobs
+
+
+def test_rules_declare_resources_from_the_case(tmp_path):
+    suite = tiny_suite(timeouts={"export_s": 300, "compile_s": 200, "run_s": 100,
+                                 "verify_s": 50})
+    suite["workloads"] = [{"model": "linear", "shapes": [[16, 32, 32]]},
+                          {"model": "bert", "configs": ["tiny"], "shapes": [[1, 16]]}]
+    write_suite(tmp_path / "suite.yaml", suite)
+    proc = snakemake(tmp_path, "-n", "results/report.json", "--configfile",
+                     str(tmp_path / "suite.yaml"))
+    jobs = job_resources(proc.stdout)
+    by_rule: dict[str, list[dict]] = {}
+    for rule, res in jobs:
+        by_rule.setdefault(rule, []).append(res)
+    export_mem = sorted(int(res["mem_mb"]) for res in by_rule["export"])
+    assert export_mem == sorted([
+        r.export_mem_mb(Workload("l", "linear", "default", "f32", (16, 32, 32), None)),
+        r.export_mem_mb(Workload("b", "bert", "tiny", "f32", (1, 16), None))])
+    assert {res["runtime"] for res in by_rule["export"]} == {"6"}
+    assert {res["runtime"] for res in by_rule["compile_iree"]} == {"5"}
+    assert {res["runtime"] for res in by_rule["verify_iree"]} == {"2"}
+    # 3 invocations (tiny_suite), noisy reruns on by default: 1 + 6 runs of up to 100 s
+    assert {res["runtime"] for res in by_rule["run_iree"]} == {"13"}
+    # Compile, run and verify size themselves from the exported files, not there yet.
+    for rule in ("compile_iree", "run_iree", "verify_iree"):
+        assert {res["mem_mb"] for res in by_rule[rule]} == {"<TBD>"}
+    assert all(res["bench_slot"] == "1" for res in by_rule["run_iree"])
+
+
+def profile_dry_run(tmp_path, profile: str, env: dict):
+    write_suite(tmp_path / "suite.yaml", tiny_suite())
+    return snakemake(tmp_path, "-n", "results/report.json", "--configfile",
+                     str(tmp_path / "suite.yaml"), "--profile", str(REPO / "profiles" / profile),
+                     env=env)
+
+
+def test_local_profile_is_valid(tmp_path):
+    proc = profile_dry_run(tmp_path, "local", dict(os.environ))
+    assert "Using profile" in proc.stdout + proc.stderr
+    for rule, res in job_resources(proc.stdout):
+        assert ("bench_slot" in res) == (rule == "run_iree"), (rule, res)
+
+
+def test_slurm_profile_sets_account_partition_and_exclusive_timing_nodes(tmp_path):
+    env = {**os.environ, "BENCHFLOW_SLURM_ACCOUNT": "max", "BENCHFLOW_SLURM_PARTITION": "cpu"}
+    proc = profile_dry_run(tmp_path, "slurm", env)
+    jobs = job_resources(proc.stdout)
+    assert {rule for rule, _ in jobs} >= {"export", "compile_iree", "run_iree", "verify_iree"}
+    for rule, res in jobs:
+        # "max" stays a string: the profile quotes it so Python's max() cannot stand in.
+        assert res["slurm_account"] == "max" and res["slurm_partition"] == "cpu", res
+        assert (res.get("slurm_extra") == "--exclusive") == (rule == "run_iree"), (rule, res)
+    # Verifications are grouped, four components to a job.
+    assert "Group job verify" in proc.stdout
+
+
+def test_slurm_profile_names_an_unset_account_variable(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHFLOW_SLURM_")}
+    proc = profile_dry_run(tmp_path, "slurm", env)
+    accounts = {res["slurm_account"] for _, res in job_resources(proc.stdout)}
+    assert accounts == {"$BENCHFLOW_SLURM_ACCOUNT"}
+
+
+def test_torch_batches_ask_for_their_largest_model_and_every_case():
+    small = Workload("s", "linear", "default", "f32", (16, 32, 32), None)
+    big = Workload("b", "bert", "base", "f32", (1, 128), None)
+    assert r.torch_batch_mem_mb([small, big]) == r.torch_batch_mem_mb([big]) \
+        == r.export_mem_mb(big)
+    train = Workload("t", "bert", "base", "f32", (1, 128), None, mode="training")
+    assert r.torch_batch_mem_mb([train]) > r.torch_batch_mem_mb([big])
+    m = {"invocations": 5, "rerun_noisy": True}
+    # 3 cases x (characterize + 10 timing passes) x 60 s + overhead
+    assert r.torch_batch_runtime_min(3, m, {"run_s": 60}) == 34
+
+
+def rule_blocks() -> dict[str, str]:
+    """rule name -> its text, from rules/*.smk."""
+    blocks = {}
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^\S|\Z)", smk.read_text(),
+                             re.MULTILINE | re.DOTALL):
+            blocks[m.group(1)] = m.group(2)
+    return blocks
+
+
+def test_every_rule_declares_threads_memory_and_wall_time():
+    blocks = rule_blocks()
+    assert {"export", "compile_iree", "run_iree", "verify_iree"} <= set(blocks)
+    missing = {name: [k for k in ("threads:", "mem_mb=", "runtime=") if k not in text]
+               for name, text in blocks.items()}
+    assert not {name: m for name, m in missing.items() if m}
+
+
+def test_every_timing_rule_gets_an_exclusive_node_in_the_slurm_profile():
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
+    timing = [name for name, text in rule_blocks().items()
+              if re.search(r"^\s+threads: BENCH_THREADS$", text, re.MULTILINE)]
+    assert "run_iree" in timing
+    for name in timing:
+        assert profile["set-threads"].get(name) == 1, name
+        assert profile["set-resources"].get(name, {}).get("slurm_extra") == "'--exclusive'", name
+        assert re.search(r"^\s+bench_slot=1,$", rule_blocks()[name], re.MULTILINE), name

@@ -1,0 +1,303 @@
+"""A tiny suite on a real single-node SLURM, through profiles/slurm and the executor plugin.
+
+tests/slurm/start_slurm.sh starts munged, slurmctld and slurmd of Debian's packages
+(installing them when missing); the suite runs with `--profile profiles/slurm`, only the
+site's settings overridden (account, partition, squeue as status command because the
+test cluster has no slurmdbd, short status intervals); one timing job is cancelled with
+scancel while it measures, and the suite must still complete with nothing lost.
+slurmctld's job completion log is the scheduler's record checked here.
+
+Run with `pytest -m slurm` as root; elsewhere it is skipped with the reason, unless
+BENCHFLOW_REQUIRE_SLURM is set (CI), where a missing cluster is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, write_suite
+from workflow.resources import (
+    compile_runtime_min,
+    export_mem_mb,
+    export_runtime_min,
+    file_bytes,
+    mem_request_mb,
+    run_runtime_min,
+)
+from workflow.suite import load
+
+pytestmark = pytest.mark.slurm
+
+SLURM_DIR = REPO / "tests" / "slurm"
+ACCOUNT = "benchflow-test"
+# Long enough per invocation that a timing job is still measuring when it is cancelled.
+MEASUREMENT = {"invocations": 3, "repetitions": 5, "min_warmup_time_s": 0.2,
+               "min_time_s": 0.05, "rerun_noisy": False}
+WORKLOADS = ["linear-16x32x32-f32", "linear-32x64x64-f32"]
+RUN_TIMEOUT_S = 900
+
+
+def suite() -> dict:
+    return {
+        "suite_name": "slurm",
+        "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": dict(MEASUREMENT)}},
+        "workloads": [{"model": "linear", "shapes": [[16, 32, 32], [32, 64, 64]]}],
+    }
+
+
+def unavailable(reason: str):
+    """Skips, or fails where the cluster is required (CI)."""
+    if os.environ.get("BENCHFLOW_REQUIRE_SLURM"):
+        pytest.fail(f"SLURM test required but: {reason}")
+    pytest.skip(reason)
+
+
+@dataclass
+class Cluster:
+    state: Path
+    env: dict
+    cpus: int
+    jobcomp: Path
+
+    def run(self, *argv: str, check: bool = True) -> str:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, env=self.env,
+                              timeout=60)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{argv}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc.stdout
+
+    def records(self) -> dict[str, dict]:
+        """slurmctld's job completion log: job id -> its fields."""
+        out = {}
+        text = self.jobcomp.read_text() if self.jobcomp.exists() else ""
+        for line in text.splitlines():
+            fields = dict(re.findall(r"(\w+)=(\S*)", line))
+            out[fields["JobId"]] = fields
+        return out
+
+
+def daemon_pids(state: Path) -> dict[str, int]:
+    return {p.name.split(".")[0]: int(p.read_text()) for p in state.glob("*.daemon.pid")}
+
+
+@pytest.fixture(scope="module")
+def cluster(request, tmp_path_factory):
+    # addopts deselect these tests, but any other -m (say "not e2e") replaces that: they
+    # start daemons and take minutes, so only a marker expression naming them runs them.
+    markexpr = request.config.getoption("markexpr") or ""
+    if "slurm" not in markexpr or "not slurm" in markexpr:
+        pytest.skip("starts a SLURM cluster: selected only with -m slurm")
+    if os.geteuid() != 0:
+        unavailable("needs root: slurmd runs jobs as their user and the packages come from apt")
+    if not shutil.which("apt-get") and not all(
+            shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")):
+        unavailable("SLURM is not installed and there is no apt-get to install it")
+    state = tmp_path_factory.mktemp("slurm-cluster")
+    start = subprocess.run([str(SLURM_DIR / "start_slurm.sh"), str(state)],
+                           capture_output=True, text=True, timeout=900)
+    if start.returncode != 0:
+        stop = subprocess.run([str(SLURM_DIR / "stop_slurm.sh"), str(state)],
+                              capture_output=True, text=True, timeout=120)
+        reason = f"start_slurm.sh exited {start.returncode}: {start.stderr.strip()[-2000:]}"
+        if start.returncode == 3:  # the script's "cannot run here" (no root, foreign config)
+            unavailable(reason)
+        pytest.fail(reason + stop.stderr)
+    values = dict(line.split("=", 1) for line in (state / "env").read_text().split())
+    env = {**os.environ, "SLURM_CONF": values["SLURM_CONF"],
+           "BENCHFLOW_SLURM_ACCOUNT": ACCOUNT,
+           "BENCHFLOW_SLURM_PARTITION": values["BENCHFLOW_SLURM_PARTITION"]}
+    pids = daemon_pids(state)
+    try:
+        yield Cluster(state, env, int(values["BENCHFLOW_SLURM_CPUS"]),
+                      Path(values["BENCHFLOW_SLURM_JOBCOMP"]))
+    finally:
+        subprocess.run([str(SLURM_DIR / "stop_slurm.sh"), str(state)], timeout=120)
+    alive = [name for name, pid in pids.items() if Path(f"/proc/{pid}").exists()]
+    assert not alive, f"daemons still running after stop_slurm.sh: {alive}"
+
+
+def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+            "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"),
+            "--profile", str(REPO / "profiles" / "slurm"),
+            # The site's settings: no slurmdbd here, so squeue (MinJobAge 300 s >= 3 x 2 s);
+            # short intervals because the jobs take seconds.
+            "--slurm-status-command", "squeue",
+            "--slurm-init-seconds-before-status-checks", "2",
+            "--seconds-between-status-checks", "2",
+            "--latency-wait", "5",
+            "--slurm-keep-successful-logs",
+            *extra, "results/report.json"]
+
+
+def submissions(log: str) -> dict[str, str]:
+    """SLURM job id -> what snakemake submitted in it: rule_<name>, or group."""
+    return {m.group(1): "group" if m.group(2).startswith("group_") else m.group(2)
+            for m in re.finditer(
+                r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/((?:rule|group)_\w+)/",
+                log)}
+
+
+def wildcards_of(workdir: Path, jobs) -> dict[str, str]:
+    """SLURM job id -> its wildcards: each job's SLURM log (kept by
+    --slurm-keep-successful-logs) is slurm_logs/<rule_name>/<wildcards>/<job id>.log."""
+    logs = workdir / ".snakemake" / "slurm_logs"
+    return {job: next(p.parent.name for p in logs.rglob(f"{job}.log")) for job in jobs}
+
+
+def mem_of(record: dict) -> int:
+    return int(re.search(r"mem=(\d+)M", record["Tres"]).group(1))
+
+
+def cancel_a_measuring_timing_job(cluster: Cluster, proc: subprocess.Popen) -> str:
+    """Waits for a run_iree job whose nested snakemake has started the rule, then
+    scancels it; returns its SLURM job id."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        out = cluster.run("squeue", "-h", "-t", "RUNNING", "-o", "%i|%k", check=False)
+        for line in out.splitlines():
+            job, comment = line.split("|", 1)
+            if not comment.startswith("rule_run_iree_"):
+                continue
+            info = cluster.run("scontrol", "show", "job", "-o", job, check=False)
+            m = re.search(r"StdOut=(\S+)", info)
+            log = Path(m.group(1)) if m else None
+            if log and log.exists() and "rule run_iree:" in log.read_text(errors="replace"):
+                cluster.run("scancel", job)
+                return job
+        time.sleep(0.2)
+    raise AssertionError("no run_iree job was caught measuring (the suite ended or hung first)")
+
+
+@pytest.fixture(scope="module")
+def finished(cluster, tmp_path_factory):
+    """The suite, run once through SLURM with one timing job cancelled mid-run."""
+    workdir = tmp_path_factory.mktemp("slurm-suite")
+    write_suite(workdir / "suite.yaml", suite())
+    log_path = workdir / "snakemake.out"
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(snakemake_cmd(workdir), stdout=log, stderr=subprocess.STDOUT,
+                                env=cluster.env, cwd=workdir)
+        try:
+            cancelled = cancel_a_measuring_timing_job(cluster, proc)
+            rc = proc.wait(timeout=RUN_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:  # our own snakemake, stuck: stop it by its PID
+                proc.kill()
+                proc.wait()
+    seconds = time.monotonic() - t0
+    out = log_path.read_text()
+    assert rc == 0, f"snakemake exited {rc} after {seconds:.0f} s:\n{out[-6000:]}"
+    print(f"slurm suite: {seconds:.0f} s")
+    return workdir, out, cancelled
+
+
+def test_every_job_ran_through_slurm_with_the_profiles_resources(cluster, finished):
+    workdir, out, cancelled = finished
+    submitted = submissions(out)
+    records = cluster.records()
+    # export x2, compile x2, one group of both verifications, run x2 plus the retry.
+    kinds = sorted(submitted.values())
+    assert kinds == sorted(["rule_export"] * 2 + ["rule_compile_iree"] * 2
+                           + ["group"] + ["rule_run_iree"] * 3), kinds
+    assert set(submitted) <= set(records), "the scheduler has no record of some jobs"
+    the_suite = load([workdir / "suite.yaml"])
+    timeouts = the_suite.config["timeouts"]
+    names = {records[j]["Name"] for j in submitted}
+    assert len(names) == 1, f"one snakemake run, one SLURM job name: {names}"
+    wildcards = wildcards_of(workdir, submitted)
+    # The job that ran again after the cancelled one, for the same case: its attempt 2.
+    retried = {j for j in submitted if submitted[j] == "rule_run_iree" and j != cancelled
+               and wildcards[j] == wildcards[cancelled]}
+    for job, kind in submitted.items():
+        rec = records[job]
+        workload = wildcards[job].removeprefix("host_")
+        assert rec["Account"] == ACCOUNT and rec["Partition"] == "benchflow", rec
+        assert rec["JobState"] == ("CANCELLED" if job == cancelled else "COMPLETED"), rec
+        if kind == "rule_export":
+            # Wall time from the suite's timeout, memory from the model's size.
+            assert int(rec["TimeLimit"]) == export_runtime_min(timeouts)
+            assert mem_of(rec) == export_mem_mb(the_suite.workloads[workload]), rec
+        if kind == "rule_compile_iree":
+            assert int(rec["TimeLimit"]) == compile_runtime_min(timeouts)
+            assert rec["ProcCnt"] == "4", "profiles/slurm gives compiles 4 CPUs"
+            # Memory from the exported module's size, known once the export ran.
+            mlir = workdir / "results" / "export" / workload / "module.mlirbc"
+            assert mem_of(rec) == mem_request_mb("compile", file_bytes(mlir)), rec
+        if kind == "rule_run_iree":
+            assert int(rec["TimeLimit"]) == run_runtime_min(MEASUREMENT, timeouts)
+            vmfb = workdir / "results" / "compile" / "host" / workload / "module.vmfb"
+            tries = [mem_request_mb("run", file_bytes(vmfb), attempt) for attempt in (1, 2)]
+            assert mem_of(rec) == tries[job in retried], rec
+            # One CPU asked for (set-threads), the whole node granted (--exclusive).
+            assert "cpu=1," in rec["Tres"] and int(rec["ProcCnt"]) == cluster.cpus, rec
+
+
+def test_timing_jobs_never_shared_the_node(cluster, finished):
+    _, out, cancelled = finished
+    records = cluster.records()
+    submitted = submissions(out)
+
+    def span(job):
+        r = records[job]
+        return r["StartTime"], r["EndTime"]
+
+    timing = [j for j, k in submitted.items() if k == "rule_run_iree" and j != cancelled]
+    for t in timing:
+        t_start, t_end = span(t)
+        for other in submitted:
+            if other == t:
+                continue
+            o_start, o_end = span(other)
+            # ISO timestamps compare as strings; a shared second is not an overlap.
+            assert o_end <= t_start or o_start >= t_end, (
+                f"job {other} ({submitted[other]}) ran beside timing job {t}")
+
+
+def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
+    workdir, out, cancelled = finished
+    submitted = submissions(out)
+    records = cluster.records()
+    assert submitted[cancelled] == "rule_run_iree"
+    assert re.search(rf"SLURM-job '{cancelled}' failed, SLURM status is: 'CANCELLED'", out)
+    wildcards = wildcards_of(workdir, submitted)
+    retries = [j for j in submitted if j != cancelled and submitted[j] == "rule_run_iree"
+               and wildcards[j] == wildcards[cancelled]]
+    assert len(retries) == 1 and int(retries[0]) > int(cancelled), retries
+    retry = records[retries[0]]
+    assert retry["JobState"] == "COMPLETED"
+    # Attempt 2 asks for twice the memory (workflow/resources.py).
+    vmfb = workdir / "results" / "compile" / "host" / wildcards[cancelled].removeprefix("host_")
+    assert mem_of(records[cancelled]) == mem_request_mb("run", file_bytes(vmfb / "module.vmfb"))
+    assert mem_of(retry) == mem_request_mb("run", file_bytes(vmfb / "module.vmfb"), attempt=2)
+
+    report = json.loads((workdir / "results" / "report.json").read_text())
+    cases = {c["workload"]: c for c in report["cases"]}
+    assert sorted(cases) == sorted(WORKLOADS)
+    run_jobs = {wildcards[j]: j for j in submitted
+                if submitted[j] == "rule_run_iree" and records[j]["JobState"] == "COMPLETED"}
+    for wid, case in cases.items():
+        assert case["status"] == "ok", case
+        assert case["timing"]["invocations"] == MEASUREMENT["invocations"]
+        assert len(case["timing"]["invocation_medians_ms"]) == MEASUREMENT["invocations"]
+        assert case["accuracy"]["allclose"]
+        # The case names the SLURM job that measured it.
+        assert case["provenance"].get("slurm_job_id") == run_jobs[f"host_{wid}"], (
+            case["provenance"], run_jobs)
+
+    # Nothing left to redo: the suite is complete as it stands.
+    again = subprocess.run(snakemake_cmd(workdir, "--dry-run"), capture_output=True,
+                           text=True, env=cluster.env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "Nothing to be done" in again.stdout + again.stderr

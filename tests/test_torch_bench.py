@@ -1,0 +1,96 @@
+"""Torch measurements on real modules: characterize, training phases, batches with a
+hanging and a crashing case."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import DATA, tiny_suite, write_suite
+from workflow.snakefile_support import torch_batch_plan
+from workflow.suite import load
+from workflow.torch_bench import characterize, time_case
+from workflow.torch_stage import run_pass, run_torch_batch
+
+MEASURE = {"invocations": 2, "repetitions": 3, "min_warmup_time_s": 0.05, "min_time_s": 0.01,
+           "noisy_cv": 10.0, "rerun_noisy": False, "torch_warmup_calls": 2,
+           "torch_warmup_s": 0.0, "torch_min_run_time_s": 0.02}
+
+
+def suite_for(tmp_path, workloads, recipes=("baseline",), backends=("torch-eager",)):
+    cfg = tiny_suite(model_modules=[str(DATA / "extra_models.py")], workloads=workloads,
+                     backends=list(backends), recipes=list(recipes))
+    cfg["skus"] = {"host": {"torch": {"threads": 1}, "measurement": dict(MEASURE)}}
+    return load([write_suite(tmp_path / "s.yaml", cfg)])
+
+
+def plan_of(suite, backend="torch-eager", recipe="baseline"):
+    cases = torch_batch_plan(suite, "host", backend, recipe, "b0")
+    plan = {"backend": suite.config["torch_backends"][backend], "threads": 1,
+            "measurement": MEASURE, "tolerances": suite.config["accuracy"],
+            "artifacts_dir": "unused"}
+    return cases, plan
+
+
+def test_quantized_case_has_sqnr_against_its_baseline(tmp_path):
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[16, 64, 64]]}],
+                      recipes=["baseline", "int8wo"])
+    (case,), plan = plan_of(suite, recipe="int8wo")
+    got = characterize(case, plan["backend"], plan)
+    assert got["status"] == "ok"
+    acc = got["accuracy"]
+    assert 20 < acc["sqnr_db"] < 80  # int8 weights: tens of dB, not exact
+    assert acc["pcc"] > 0.999 and not acc["allclose"]
+    assert got["graph"]["aten_ops"] >= 1 and got["memory"]["peak_bytes"] > 0
+
+
+def test_unsupported_recipes_say_why(tmp_path):
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[8, 16, 16]]}],
+                      recipes=["float8dq-tensor", "int4wo-32"])
+    (f8,), plan = plan_of(suite, recipe="float8dq-tensor")
+    assert "compute capability" in characterize(f8, plan["backend"], plan)["reason"]
+    (i4,), plan = plan_of(suite, recipe="int4wo-32")
+    got = characterize(i4, plan["backend"], plan)
+    assert got["status"] == "unsupported" and "K=[16]" in got["reason"]
+
+
+def test_training_phases_are_each_measured(tmp_path):
+    suite = suite_for(tmp_path, [{"model": "mlp", "shapes": [[8, 16, 32]],
+                                  "modes": ["training"]}])
+    (case,), plan = plan_of(suite)
+    got = time_case(case, plan["backend"], plan)
+    phases = got["phases_ms"]
+    assert set(phases) == {"forward", "backward", "optimizer"}
+    assert all(v > 0 for v in phases.values())
+    # The total is measured per iteration, not derived from the medians.
+    assert got["median_ms"] == pytest.approx(sum(phases.values()), rel=0.5)
+
+
+def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8]]},
+                                 {"model": "sleepy_model"}, {"model": "crashing_model"},
+                                 {"model": "linear", "shapes": [[8, 8, 8]]}])
+    cases, plan = plan_of(suite)
+    log = tmp_path / "log.txt"
+    got = run_pass(plan, "characterize", cases, timeout_per_case=20, log=str(log))
+    by_model = {c["workload"]["model"] + str(c["workload"]["shape"]): got[c["id"]]
+                for c in cases}
+    assert by_model["linear[4, 8, 8]"]["status"] == "ok"
+    assert by_model["linear[8, 8, 8]"]["status"] == "ok"
+    assert by_model["sleepy_model[4, 8]"] == {"status": "failed",
+                                              "error": "timeout after 20 s (characterize)"}
+    crash = by_model["crashing_model[4, 8]"]
+    assert crash["status"] == "failed" and "exited with -9" in crash["error"]
+
+
+def test_a_batch_writes_one_record_per_case(tmp_path):
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8], [8, 8, 8]]}])
+    cases, plan = plan_of(suite)
+    records = run_torch_batch(cases=cases, backend=plan["backend"], sku=suite.sku("host"),
+                              tolerances=plan["tolerances"], timeout_per_case=120,
+                              out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
+    assert sorted(p.name for p in (tmp_path / "batch" / "cases").iterdir()) == [
+        "linear-4x8x8-f32.json", "linear-8x8x8-f32.json"]
+    for rec in records:
+        assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
+        assert len(rec["timing"]["invocation_medians_ms"]) == 2
+        assert rec["timing"]["first_run_ms"] > 0 and rec["accuracy"]["pcc"] > 0.9999

@@ -1,0 +1,261 @@
+"""`benchflow run`: one case from the command line, after Forge's benchmark.py.
+
+    benchflow run -m bert -c tiny -df Fp16 --sku cpu-host -o perf.json
+
+The case runs through the same Snakemake workflow as a suite, nothing re-implemented:
+the options become a one-case suite (the SKU, accuracy and timeouts taken from the
+default suite or --configfile), written into a work directory of its own, and
+snakemake runs there as a subprocess with that suite's results/report.json as target
+(that report holds the case whatever its backend: IREE cases, torch batches and cases
+known unsupported are all collected there). A second identical run finds everything
+up to date. The case record is printed as one line and appended to -o OUT.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from workflow.errors import ConfigError
+
+# Forge's -df names (and ours) -> benchflow dtypes. Forge's block-float formats are
+# Tenstorrent hardware formats with no counterpart here.
+DTYPE_NAMES = {"f32": "f32", "fp32": "f32", "float32": "f32",
+               "f16": "f16", "fp16": "f16", "float16": "f16",
+               "bf16": "bf16", "fp16_b": "bf16", "bfloat16": "bf16"}
+FORGE_BLOCK_FORMATS = ("bfp8", "bfp8_b", "bfp4", "bfp4_b")
+SOURCE = "benchflow run"
+
+
+def parse_dtype(name: str) -> str:
+    key = name.lower()
+    if key in DTYPE_NAMES:
+        return DTYPE_NAMES[key]
+    if key in FORGE_BLOCK_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{name} is a Tenstorrent block-float format with no CPU counterpart; "
+            "use Fp32, Fp16, Fp16_b (or f32, f16, bf16)")
+    raise argparse.ArgumentTypeError(
+        f"unknown data format {name!r}; expected Fp32, Fp16, Fp16_b or f32, f16, bf16")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def parse_shape(text: str) -> list[int]:
+    try:
+        dims = [int(d) for d in text.replace("x", ",").split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a shape like 1,128 or 16x32x32, got {text!r}") from None
+    if not dims or any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError(f"expected positive dimensions, got {text!r}")
+    return dims
+
+
+def flat_id(case_id: str) -> str:
+    """A case id as one path component; '+' never occurs in ids, so this is one-to-one."""
+    return case_id.replace("/", "+")
+
+
+@dataclass
+class RunPlan:
+    suite: dict       # the one-case suite, as written to suite.yaml
+    case: object      # workflow.suite.Case
+    workdir: Path
+
+
+def _training_available() -> bool:
+    from workflow.config import load_schema
+
+    return "modes" in load_schema()["$defs"]["workload"]["properties"]
+
+
+def plan_run(args: argparse.Namespace) -> RunPlan:
+    """The one-case suite for the options; raises ConfigError naming every problem."""
+    from workflow.config import validate_suite
+    from workflow.models.registry import all_models
+    from workflow.suite import expand, load
+
+    models = all_models()
+    spec = models.get(args.model)
+    if spec is None:
+        raise ConfigError([f"{SOURCE}: -m {args.model}: unknown model; expected one of "
+                           f"{sorted(models)} (`benchflow list` describes them)"])
+    problems = []
+    if args.config is not None and args.config not in spec.configs:
+        problems.append(f"{SOURCE}: -c {args.config}: {spec.name} has configs "
+                        f"{list(spec.configs)}")
+    if args.layers is not None and not spec.supports_layers:
+        problems.append(f"{SOURCE}: --layers: {spec.name} has no layer count to set")
+    if args.training and not _training_available():
+        problems.append(f"{SOURCE}: -t: training mode is not available yet in this version "
+                        "of the suite schema (no workload `modes`)")
+    base = load(args.configfile)
+    skus = base.config["skus"]
+    sku_name = args.sku or next(iter(skus))
+    if sku_name not in skus:
+        problems.append(f"{SOURCE}: --sku {sku_name}: not a SKU of {base.source}; expected "
+                        f"one of {sorted(skus)}")
+    if problems:
+        raise ConfigError(problems)
+
+    sku = copy.deepcopy(skus[sku_name])
+    if args.loop_count:
+        # Forge's --loop_count: how many times the model runs; here the repetitions of
+        # each measured invocation.
+        sku["measurement"]["repetitions"] = args.loop_count
+    workload: dict = {"model": spec.name, "dtypes": [args.dtype]}
+    if args.config:
+        workload["configs"] = [args.config]
+    if args.shape:
+        workload["shapes"] = [args.shape]
+    if args.layers:
+        workload["layers"] = args.layers
+    if args.training:
+        workload["modes"] = ["training"]
+    # Every other suite-level setting (accuracy, timeouts, torch backends, ...) is the
+    # base suite's; its workloads and torchao entries are replaced by this one case.
+    suite = {k: v for k, v in copy.deepcopy(base.config).items() if k != "model_params"}
+    backend = args.backend or ("torch-eager" if args.training else "iree")
+    suite.update(suite_name="benchflow-run", skus={sku_name: sku}, backends=[backend],
+                 recipes=[args.recipe], workloads=[workload])
+    expanded = expand(validate_suite(suite, SOURCE), SOURCE)
+    if len(expanded.cases) != 1:
+        raise ConfigError([f"{SOURCE}: the options give {len(expanded.cases)} cases, "
+                           "expected exactly one"])
+    case = expanded.cases[0]
+    workdir = Path(args.workdir) if args.workdir else Path("results/cli") / flat_id(case.id)
+    return RunPlan(suite=suite, case=case, workdir=workdir)
+
+
+def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
+    from workflow.config import REPO_ROOT
+    from workflow.paths import REPORT
+
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
+            "--directory", str(plan.workdir), "--configfile", str(suite_file),
+            "--cores", str(cores), "--rerun-incomplete", REPORT]
+
+
+def summary_line(rec: dict) -> str:
+    """One line: status, id, then the figures a user looks at first."""
+    head = f"{rec['status']} {rec['id']}"
+    if rec["status"] != "ok":
+        first = (rec.get("error") or "").strip().splitlines()
+        where = f" at {rec['stage']}" if rec.get("stage") else ""
+        return f"{head}{where}: {first[0] if first else 'no error recorded'}"
+    parts = [head]
+    t = rec.get("timing")
+    if t:
+        noisy = ", noisy" if t.get("noisy") else ""
+        parts.append(f"median {t['median_ms']:.4g} ms (cv {100 * t['cv']:.1f}%, "
+                     f"{t['invocations']} invocations x {t['repetitions']} repetitions{noisy})")
+    thr = rec.get("throughput") or {}
+    if thr.get("gflops"):
+        parts.append(f"{thr['gflops']:.3g} GFLOP/s")
+    acc = rec.get("accuracy")
+    if acc and acc.get("pcc") is not None:
+        verdict = "" if acc.get("accurate") in (None, True) else " INACCURATE"
+        parts.append(f"pcc {acc['pcc']:.6f}{verdict}")
+    golden = rec.get("golden") or {}
+    if golden.get("verdict"):
+        parts.append(f"golden {golden['verdict']}")
+    return "  ".join(parts)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.list:
+        from workflow.cli import cmd_list
+
+        return cmd_list(argparse.Namespace(configfile=args.configfile, cases=False))
+    if not args.model:
+        raise ConfigError([f"{SOURCE}: -m MODEL is required (`benchflow list` prints them)"])
+    from workflow.results_file import ResultsFileError, append_records, read_results
+
+    if args.output:
+        # Refuse an unusable OUT.json before minutes of benchmarking, not after.
+        try:
+            read_results(args.output)
+        except ResultsFileError as exc:
+            print(f"benchflow run: {exc}", file=sys.stderr)
+            return 1
+    plan = plan_run(args)
+    plan.workdir.mkdir(parents=True, exist_ok=True)
+    suite_file = plan.workdir / "suite.yaml"
+    suite_file.write_text(yaml.safe_dump(plan.suite, sort_keys=False))
+    log = plan.workdir / "snakemake.log"
+    argv = snakemake_argv(plan, suite_file.resolve(), args.cores)
+    with log.open("w") as fh:
+        proc = subprocess.run(argv, stdout=None if args.verbose else fh,
+                              stderr=subprocess.STDOUT if not args.verbose else None)
+    if proc.returncode != 0:
+        tail = "" if args.verbose else "\n".join(log.read_text().splitlines()[-15:])
+        print(f"benchflow run: snakemake exited with {proc.returncode} ({log}):\n{tail}",
+              file=sys.stderr)
+        return 1
+    from workflow.paths import REPORT
+    from workflow.storage import read_json
+
+    report = read_json(plan.workdir / REPORT)
+    records = [c for c in report["cases"] if c["id"] == plan.case.id]
+    if len(records) != 1:
+        print(f"benchflow run: {plan.workdir / REPORT} has {len(records)} records of "
+              f"{plan.case.id}, expected one", file=sys.stderr)
+        return 1
+    rec = records[0]
+    print(summary_line(rec))
+    if args.output:
+        try:
+            total = append_records(args.output, [rec])
+        except ResultsFileError as exc:
+            print(f"benchflow run: {exc}", file=sys.stderr)
+            return 1
+        print(f"appended to {args.output} ({total} records)")
+    return 0 if rec["status"] == "ok" else 1
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "run", help="run one case through the workflow (Forge's benchmark.py); append to -o",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-m", "--model", help="model to benchmark (e.g. bert; `benchflow list`)")
+    p.add_argument("-c", "--config", help="model configuration (e.g. tiny, base, large)")
+    p.add_argument("--sku", help="SKU of the suite (default: its first)")
+    p.add_argument("-b", "--backend",
+                   help="iree or a torch backend of the suite (torch-eager, ...); default "
+                        "iree, or torch-eager with -t (IREE runs inference only)")
+    p.add_argument("-df", "--dataformat", "--dtype", dest="dtype", type=parse_dtype,
+                   default="f32", help="f32, f16, bf16 or Forge's Fp32, Fp16, Fp16_b")
+    p.add_argument("--recipe", default="baseline", help="quantization recipe (torch backends)")
+    p.add_argument("-t", "--training", action="store_true",
+                   help="benchmark training (forward, backward, optimizer step)")
+    p.add_argument("--layers", type=positive_int, help="number of layers, where the model has them")
+    p.add_argument("--shape", type=parse_shape,
+                   help="input shape, e.g. 1,128 (default: the model's)")
+    p.add_argument("--loop-count", "--loop_count", dest="loop_count", type=positive_int,
+                   help="repetitions of each measured invocation (the SKU's `repetitions`)")
+    p.add_argument("-o", "--output",
+                   help="JSON file to append the case record to (created if missing)")
+    p.add_argument("--cores", type=positive_int, default=os.cpu_count() or 1,
+                   help="cores snakemake may use (default: all)")
+    p.add_argument("--configfile", nargs="+", default=None,
+                   help="suite file(s) to take SKUs and settings from (default config/config.yaml)")
+    p.add_argument("--workdir", help="snakemake work directory (default results/cli/<case id>)")
+    p.add_argument("-l", "--list", action="store_true", help="list models, SKUs, backends, recipes")
+    p.add_argument("-v", "--verbose", action="store_true", help="show snakemake's output")
+    p.set_defaults(func=cmd_run)

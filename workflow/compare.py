@@ -1,0 +1,150 @@
+"""`benchflow compare BASE NEW`: what got slower, faster or stayed, between two reports.
+
+Each case present and measured in both is classified with the gate's rule (ratio of
+medians beyond the tolerance and an exact one-sided Mann-Whitney test on invocation
+medians below the p threshold): Regressed, Improved or Similar. Rows read
+"new (vs. base, +x%)" with the p-value, sorted by change; a geometric mean of the
+ratios summarizes the whole. It reports and never fails: gating is `benchflow check`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+from workflow.verdict import GoldenRef, Settings, time_verdict
+
+REGRESSED, IMPROVED, SIMILAR = "Regressed", "Improved", "Similar"
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    base_ms: float
+    new_ms: float
+    ratio: float
+    p_value: float | None
+    section: str
+    note: str = ""  # dispatch or size changes, noisy data
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1
+
+
+def _measured(case: dict) -> bool:
+    return case.get("status") == "ok" and bool(case.get("timing"))
+
+
+def _note(base: dict, new: dict) -> str:
+    notes = []
+    b, n = base.get("compile") or {}, new.get("compile") or {}
+    if b.get("dispatch_count") is not None and n.get("dispatch_count") != b.get("dispatch_count"):
+        notes.append(f"dispatches {b['dispatch_count']} -> {n.get('dispatch_count')}")
+    if b.get("binary_bytes") and n.get("binary_bytes") and n["binary_bytes"] != b["binary_bytes"]:
+        notes.append(f"size {n['binary_bytes'] / b['binary_bytes'] - 1:+.1%}")
+    if new["timing"].get("noisy"):
+        notes.append("noisy")
+    return ", ".join(notes)
+
+
+def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
+    """Rows per section plus what could not be compared and the geometric mean."""
+    settings = settings or Settings()
+    base_cases = {c["id"]: c for c in base["cases"]}
+    new_cases = {c["id"]: c for c in new["cases"]}
+    rows: list[Row] = []
+    unmatched: list[tuple[str, str]] = []
+    for cid in sorted(set(base_cases) | set(new_cases)):
+        b, n = base_cases.get(cid), new_cases.get(cid)
+        if b is None or n is None:
+            unmatched.append((cid, "only in new" if b is None else "only in base"))
+            continue
+        if not (_measured(b) and _measured(n)):
+            which = [name for name, c in (("base", b), ("new", n)) if not _measured(c)]
+            status = "; ".join(f"{name}: {c['status']} at {c.get('stage')}"
+                               for name, c in (("base", b), ("new", n)) if name in which)
+            unmatched.append((cid, status))
+            continue
+        golden = GoldenRef(source="base", median_ms=b["timing"]["median_ms"],
+                           invocation_medians_ms=tuple(b["timing"]["invocation_medians_ms"]))
+        tv = time_verdict(n["timing"]["invocation_medians_ms"], bool(n["timing"].get("noisy")),
+                          golden, settings.tolerance, settings.p_value)
+        if tv.ratio is None:  # a base median of zero: no ratio to speak of
+            unmatched.append((cid, "base median is 0"))
+            continue
+        section = {"regression": REGRESSED, "improvement": IMPROVED}.get(tv.verdict, SIMILAR)
+        note = _note(b, n)
+        if tv.verdict == "inconclusive":
+            note = ", ".join(x for x in (note, "inconclusive") if x)
+        rows.append(Row(cid, b["timing"]["median_ms"], n["timing"]["median_ms"], tv.ratio,
+                        tv.p_value, section, note))
+    sections = {
+        REGRESSED: sorted((r for r in rows if r.section == REGRESSED), key=lambda r: -r.ratio),
+        IMPROVED: sorted((r for r in rows if r.section == IMPROVED), key=lambda r: r.ratio),
+        SIMILAR: sorted((r for r in rows if r.section == SIMILAR), key=lambda r: -r.ratio),
+    }
+    ratios = [r.ratio for r in rows]
+    geomean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else None
+    return {"settings": asdict(settings), "sections": sections, "unmatched": unmatched,
+            "geomean_ratio": geomean, "compared": len(rows),
+            "base": _about(base), "new": _about(new)}
+
+
+def _about(report: dict) -> dict:
+    prov = report.get("provenance", {})
+    return {"generated_at": report.get("generated_at"), "git_sha": prov.get("git_sha"),
+            "suite_name": prov.get("suite_name")}
+
+
+def _ms(x: float) -> str:
+    return f"{x:.4g} ms"
+
+
+def _cell(r: Row) -> str:
+    return f"{_ms(r.new_ms)} (vs. {_ms(r.base_ms)}, {r.change:+.1%})"
+
+
+def _p(r: Row) -> str:
+    return "n/a" if r.p_value is None else f"{r.p_value:.3g}"
+
+
+def to_markdown(result: dict) -> str:
+    s = result["settings"]
+    base, new = result["base"], result["new"]
+    out = ["## Benchmark comparison", "",
+           f"base `{base['git_sha'] or '?'}` ({base['generated_at']}) → new "
+           f"`{new['git_sha'] or '?'}` ({new['generated_at']}): {result['compared']} cases. "
+           f"A change counts beyond ×{s['tolerance']:g} (or below ×{1 / s['tolerance']:.3g}) "
+           f"with p < {s['p_value']:g} (exact one-sided Mann-Whitney on invocation medians).",
+           ""]
+    for name, rows in result["sections"].items():
+        out.append(f"### {name} ({len(rows)})")
+        out.append("")
+        if not rows:
+            out += ["none", ""]
+            continue
+        table = ["| case | new (vs. base, change) | p | note |", "|---|---|---|---|"]
+        table += [f"| `{r.id}` | {_cell(r)} | {_p(r)} | {r.note} |" for r in rows]
+        if name == SIMILAR and len(rows) > 10:
+            # Long unchanged lists would drown a pull-request comment: fold them.
+            out += ["<details><summary>show</summary>", "", *table, "", "</details>", ""]
+        else:
+            out += [*table, ""]
+    g = result["geomean_ratio"]
+    out += ["### Summary", "", "| | ratio new / base |", "|---|---|",
+            f"| **geometric mean ({result['compared']} cases)** | "
+            + (f"×{g:.4f} ({g - 1:+.1%})" if g is not None else "n/a") + " |", ""]
+    if result["unmatched"]:
+        out += [f"### Not compared ({len(result['unmatched'])})", ""]
+        out += [f"- `{cid}`: {why}" for cid, why in result["unmatched"]]
+        out.append("")
+    return "\n".join(out)
+
+
+def to_json(result: dict) -> dict:
+    return {**result,
+            "sections": {name: [{**asdict(r), "change": r.change} for r in rows]
+                         for name, rows in result["sections"].items()},
+            "unmatched": [{"id": cid, "why": why} for cid, why in result["unmatched"]]}

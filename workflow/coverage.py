@@ -1,0 +1,160 @@
+"""Op coverage per model, after pytorch2.0_ttnn's coverage table: which aten ops each
+model uses, whether each backend compiled and ran it, and how many models pass per
+backend. Pure functions over a report dict (results/report.json, or a `benchflow run
+-o` results file: both hold a `cases` list), so the Markdown report and the
+`benchflow coverage` command show the same figures.
+
+A model *passes* a backend when at least one of its cases there is `ok`, none
+`failed`, and none measured inaccurate (accuracy.accurate false). Cases `unsupported`
+or `skipped` count against nothing: a model whose cases on a backend are all such is
+reported with that status and is not counted among that backend's models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+
+PASS, FAILED, INACCURATE = "pass", "failed", "inaccurate"
+# Stages before which nothing is compiled: a case failed there never reached a backend.
+BEFORE_COMPILED = {"export", "compile", "setup"}
+
+
+def _compiled(case: dict) -> bool:
+    """The case got through export and its backend's compile step (torch-eager has none)."""
+    if case["status"] == "ok":
+        return True
+    return case["status"] == "failed" and case.get("stage") not in BEFORE_COMPILED
+
+
+def _backend_status(cases: list[dict]) -> dict:
+    statuses = Counter(c["status"] for c in cases)
+    inaccurate = [c for c in cases if c["status"] == "ok"
+                  and (c.get("accuracy") or {}).get("accurate") is False]
+    failed = [c for c in cases if c["status"] == "failed"]
+    if failed:
+        status = FAILED
+    elif inaccurate:
+        status = INACCURATE
+    elif statuses["ok"]:
+        status = PASS
+    else:  # every case unsupported or skipped
+        status = "unsupported" if statuses["unsupported"] else "skipped"
+    first = (failed or inaccurate or [c for c in cases if c["status"] != "ok"] or [None])[0]
+    return {
+        "status": status,
+        "cases": len(cases),
+        "ok": statuses["ok"],
+        "failed": statuses["failed"],
+        "unsupported": statuses["unsupported"],
+        "skipped": statuses["skipped"],
+        "compiled": sum(_compiled(c) for c in cases),
+        "ran": sum(c.get("timing") is not None for c in cases),
+        "inaccurate": len(inaccurate),
+        "failed_stages": dict(Counter(c.get("stage") or "unknown" for c in failed)),
+        # The first problem, for a table cell: which case, where and why.
+        "first_problem": None if first is None else {
+            "id": first["id"], "status": first["status"], "stage": first.get("stage"),
+            "error": ((first.get("error") or "").strip().splitlines() or [None])[0]},
+    }
+
+
+def model_coverage(report: dict) -> dict:
+    """report -> {"backends": [...], "models": {model: {...}}, "passing": {backend: {...}}}.
+
+    models[m]["ops"]: aten op -> count, over the model's workloads (the largest count any
+    one workload has; workloads are counted once however many SKUs ran them);
+    models[m]["backends"][b]: status (pass | failed | inaccurate | unsupported | skipped)
+    with case counts (compiled, ran, ...); passing[b]: {"models", "passing"}, where
+    `models` counts the models with a case on b that is not unsupported or skipped.
+    """
+    cases = report["cases"]
+    backends = sorted({c["backend"] for c in cases})
+    models: dict[str, dict] = {}
+    for model in sorted({c["model"] for c in cases}):
+        mine = [c for c in cases if c["model"] == model]
+        ops: dict[str, int] = {}
+        workloads: dict[str, dict] = {}
+        for c in mine:
+            graph = c.get("graph")
+            if graph and graph.get("op_histogram") is not None:
+                workloads.setdefault(c["workload"], graph)
+        for graph in workloads.values():
+            for op, n in graph["op_histogram"].items():
+                ops[op] = max(ops.get(op, 0), n)
+        models[model] = {
+            "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "aten_ops": max((g["aten_ops"] for g in workloads.values()), default=None),
+            "aten_ops_unique": len(ops) if workloads else None,
+            "workloads": sorted({c["workload"] for c in mine}),
+            "backends": {b: _backend_status([c for c in mine if c["backend"] == b])
+                         for b in backends if any(c["backend"] == b for c in mine)},
+        }
+    passing = {}
+    for b in backends:
+        counted = [m for m in models.values()
+                   if b in m["backends"] and m["backends"][b]["status"] in
+                   (PASS, FAILED, INACCURATE)]
+        passing[b] = {"models": len(counted),
+                      "passing": sum(m["backends"][b]["status"] == PASS for m in counted)}
+    return {"backends": backends, "models": models, "passing": passing}
+
+
+def format_coverage(cov: dict, ops: bool = False) -> str:
+    """A plain-text table: one row per model, one column per backend, then pass counts."""
+    backends = cov["backends"]
+    rows = [["model", "aten ops", "unique", *backends]]
+    for name, m in cov["models"].items():
+        cells = []
+        for b in backends:
+            s = m["backends"].get(b)
+            if s is None:
+                cells.append("-")
+                continue
+            cell = f"{s['status']} {s['ok']}/{s['cases']}"
+            if s["status"] == FAILED:
+                cell += " (" + ", ".join(sorted(s["failed_stages"])) + ")"
+            cells.append(cell)
+        rows.append([name, str(m["aten_ops"] if m["aten_ops"] is not None else "-"),
+                     str(m["aten_ops_unique"] if m["aten_ops_unique"] is not None else "-"),
+                     *cells])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+             for r in rows]
+    lines.append("")
+    lines += [f"{b}: {p['passing']}/{p['models']} models pass"
+              for b, p in cov["passing"].items()]
+    if ops:
+        for name, m in cov["models"].items():
+            lines.append("")
+            lines.append(f"{name}:")
+            lines += [f"  {op} x{n}" for op, n in m["ops"].items()] or ["  (no graph recorded)"]
+    return "\n".join(lines)
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    import sys
+
+    from workflow.storage import read_json
+
+    try:
+        report = read_json(args.report)
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"benchflow coverage: cannot read {args.report}: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
+        print(f"benchflow coverage: {args.report} has no `cases` list", file=sys.stderr)
+        return 1
+    cov = model_coverage(report)
+    print(json.dumps(cov, indent=1) if args.json else format_coverage(cov, ops=args.ops))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("coverage", help="aten ops per model and pass/fail per backend")
+    p.add_argument("--report", default="results/report.json",
+                   help="a report.json or a `benchflow run -o` file (default results/report.json)")
+    p.add_argument("--ops", action="store_true", help="also list every model's aten ops")
+    p.add_argument("--json", action="store_true", help="print the coverage as JSON")
+    p.set_defaults(func=cmd_coverage)

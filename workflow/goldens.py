@@ -1,0 +1,252 @@
+"""Goldens of suite cases: one file per SKU (`goldens/<sku>.json`), keyed by case id.
+
+An entry holds what the blessed report measured: the invocation medians (what the
+Mann-Whitney test compares against), their median and CV, the dispatch count, the
+binary size rounded up to a stated granularity, and when and at which commit it was
+taken. `benchflow bless` writes entries; the case step reads them (verdict.judge).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from workflow import stats
+from workflow.config import schema_problems
+from workflow.errors import ConfigError
+from workflow.storage import write_json
+from workflow.verdict import GoldenRef
+
+KIND = "benchflow-goldens"
+SCHEMA_VERSION = "1.0"
+DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
+
+
+@cache
+def goldens_schema() -> dict:
+    return json.loads(resources.files("workflow").joinpath("schemas/goldens.schema.json")
+                      .read_text())
+
+
+def golden_path(directory: str | Path, sku: str) -> Path:
+    return Path(directory) / f"{sku}.json"
+
+
+def empty(sku: str) -> dict:
+    return {"kind": KIND, "schema_version": SCHEMA_VERSION, "sku": sku, "cases": {}}
+
+
+def problems_of(data, source: str) -> list[str]:
+    problems = schema_problems(data, goldens_schema(), source)
+    if not problems:
+        for cid in data["cases"]:
+            if cid.split("/", 1)[0] != data["sku"]:
+                problems.append(f"{source}: cases.{cid}: expected a case of SKU "
+                                f"{data['sku']!r} (ids start with the SKU)")
+    return problems
+
+
+def read(path: str | Path, sku: str | None = None) -> dict:
+    """A golden file (checked); an empty one for `sku` when it does not exist."""
+    path = Path(path)
+    if not path.exists():
+        if sku is None:
+            raise ConfigError([f"{path}: file not found"])
+        return empty(sku)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError([f"{path}: not valid JSON: {exc}"]) from None
+    problems = problems_of(data, str(path))
+    if problems:
+        raise ConfigError(problems)
+    return data
+
+
+def check_dir(directory: str | Path, skus) -> list[str]:
+    """Problems of the golden files of these SKUs that exist (before any job runs)."""
+    problems = []
+    for sku in skus:
+        path = golden_path(directory, sku)
+        if path.exists():
+            try:
+                read(path)
+            except ConfigError as exc:
+                problems += exc.problems
+    return problems
+
+
+def ref_from_entry(entry: dict, source: str) -> GoldenRef:
+    return GoldenRef(source=source, median_ms=entry["median_ms"],
+                     invocation_medians_ms=tuple(entry["invocation_medians_ms"]),
+                     tolerance=entry.get("tolerance"), dispatch_count=entry["dispatch_count"],
+                     binary_bytes=entry["binary_bytes"],
+                     binary_bytes_measured=entry.get("binary_bytes_measured"))
+
+
+def ref_from_file_goldens(goldens: dict, source: str) -> GoldenRef | None:
+    """A benchmark file's goldens of one SKU (benchfiles.BenchmarkFile.goldens)."""
+    if not goldens:
+        return None
+    return GoldenRef(source=source, median_ms=goldens.get("median_ms"),
+                     tolerance=goldens.get("tolerance"),
+                     dispatch_count=goldens.get("dispatch_count"),
+                     binary_bytes=goldens.get("binary_bytes"))
+
+
+def lookup(case_id: str, golden_file: str | Path | None, file_goldens: dict | None = None,
+           file_source: str | None = None) -> GoldenRef | None:
+    """A case's golden: its entry in the SKU's golden file (invocation medians: the full
+    protocol) wins; else a benchmark file's goldens; else none."""
+    if golden_file and Path(golden_file).exists():
+        entry = read(golden_file)["cases"].get(case_id)
+        if entry:
+            ref = ref_from_entry(entry, str(golden_file))
+            if ref.tolerance is None and file_goldens and file_goldens.get("tolerance"):
+                # The benchmark file's multiplier still says how much this case may vary.
+                ref = replace(ref, tolerance=file_goldens["tolerance"])
+            return ref
+    return ref_from_file_goldens(file_goldens or {}, file_source or "benchmark file")
+
+
+def round_up(n: int, granularity: int) -> int:
+    return int(math.ceil(n / granularity) * granularity)
+
+
+def entry_from_case(case: dict, report: dict, report_path: str, granularity: int,
+                    now: str, earlier: list[dict] = ()) -> dict:
+    """A golden from a case; `earlier` are the same case's records in earlier reports,
+    whose invocation medians are pooled in: invocations of one run share the machine's
+    state of that moment, so a golden from several runs also holds the drift between
+    runs, which the test must not mistake for a change of the code."""
+    t, comp = case["timing"], case.get("compile") or {}
+    size = comp.get("binary_bytes")
+    prov = report.get("provenance", {})
+    medians = [x for c in earlier for x in c["timing"]["invocation_medians_ms"]]
+    medians += t["invocation_medians_ms"]
+    pooled = bool(earlier)
+    return {
+        "median_ms": stats.median(medians) if pooled else t["median_ms"],
+        "invocation_medians_ms": medians,
+        "cv": stats.cv(medians) if pooled else t["cv"],
+        "noisy": bool(t.get("noisy")) or any(c["timing"].get("noisy") for c in earlier),
+        "dispatch_count": comp.get("dispatch_count"),
+        "binary_bytes": round_up(size, granularity) if size is not None else None,
+        "binary_bytes_measured": size,
+        "size_granularity": granularity,
+        "taken_at": report.get("generated_at"),
+        "git_sha": prov.get("git_sha"),
+        "blessed_at": now,
+        "report": report_path,
+        "runs": len(earlier) + 1,
+        "host": (prov.get("host") or {}).get("name"),
+        "versions": prov.get("versions") or {},
+    }
+
+
+@dataclass
+class BlessPlan:
+    """What `bless` would write: per SKU file, the new entries and the old ones they replace."""
+
+    files: dict[str, dict] = field(default_factory=dict)        # path -> new file content
+    changes: list[tuple[str, str, dict | None, dict]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, why)
+
+
+def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: str | None = None,
+               cases: str | None = None, granularity: int = DEFAULT_GRANULARITY,
+               now: str | None = None, earlier: list[dict] = ()) -> BlessPlan:
+    """Goldens from `report` (the newest run: its sizes, dispatches, commit), with the
+    invocation medians of the same cases in `earlier` reports pooled in."""
+    now = now or datetime.now(UTC).isoformat(timespec="seconds")
+    plan = BlessPlan()
+    before = [{c["id"]: c for c in r["cases"]} for r in earlier]
+    for case in report["cases"]:
+        if sku and case["sku"] != sku:
+            continue
+        if cases and not fnmatch.fnmatchcase(case["id"], cases):
+            continue
+        if case["status"] != "ok" or not case.get("timing"):
+            plan.skipped.append((case["id"], f"status {case['status']} at {case['stage']}"))
+            continue
+        path = str(golden_path(directory, case["sku"]))
+        if path not in plan.files:
+            plan.files[path] = read(path, case["sku"])
+        old = plan.files[path]["cases"].get(case["id"])
+        prior = [b[case["id"]] for b in before if case["id"] in b
+                 and b[case["id"]]["status"] == "ok" and b[case["id"]].get("timing")]
+        new = entry_from_case(case, report, report_path, granularity, now, prior)
+        plan.files[path]["cases"][case["id"]] = new
+        plan.changes.append((path, case["id"], old, new))
+    for data in plan.files.values():
+        data["cases"] = dict(sorted(data["cases"].items()))
+    return plan
+
+
+def describe(plan: BlessPlan) -> list[str]:
+    """One line per change, as `bless` prints it."""
+    lines = []
+    for path, cid, old, new in plan.changes:
+        size = (f"size {new['binary_bytes']} B ({new['binary_bytes_measured']} B rounded up "
+                f"to {new['size_granularity']})" if new["binary_bytes"] is not None
+                else "size n/a")
+        now = (f"median {new['median_ms']:.4g} ms (cv {new['cv']:.1%}, "
+               f"{len(new['invocation_medians_ms'])} invocations of {new['runs']} run(s)), "
+               f"dispatch {new['dispatch_count']}, {size}")
+        if old is None:
+            lines.append(f"  + {cid} [{path}]: {now}")
+        else:
+            change = new["median_ms"] / old["median_ms"] - 1
+            lines.append(f"  ~ {cid} [{path}]: median {old['median_ms']:.4g} -> "
+                         f"{new['median_ms']:.4g} ms ({change:+.1%}), dispatch "
+                         f"{old['dispatch_count']} -> {new['dispatch_count']}, size "
+                         f"{old['binary_bytes']} -> {new['binary_bytes']} B")
+        if new["noisy"]:
+            lines.append(f"    ! {cid}: noisy (cv {new['cv']:.1%}); bless a quieter run")
+    for cid, why in plan.skipped:
+        lines.append(f"  - {cid}: not blessed ({why})")
+    return lines
+
+
+def write_plan(plan: BlessPlan) -> None:
+    for path, data in plan.files.items():
+        write_json(path, data)
+
+
+def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = None,
+                          cases: str | None = None, write: bool = False) -> list[str]:
+    """Records a report's figures as the goldens of the benchmark files its cases came
+    from (golden_time_ms, golden_dispatch, golden_size under the case's golden key),
+    keeping every other field; returns what changed (written only with write=True)."""
+    edits: dict[str, dict] = {}
+    lines = []
+    for case in report["cases"]:
+        prov = case.get("provenance") or {}
+        path, key = prov.get("benchmark_file"), prov.get("golden_key")
+        if not path or case["status"] != "ok" or not case.get("timing"):
+            continue
+        if (sku and case["sku"] != sku) or (cases and not fnmatch.fnmatchcase(case["id"], cases)):
+            continue
+        data = edits.setdefault(path, json.loads(Path(path).read_text()))
+        comp = case.get("compile") or {}
+        new = {"golden_time_ms": round(case["timing"]["median_ms"], 6),
+               "golden_dispatch": comp.get("dispatch_count"),
+               "golden_size": round_up(comp["binary_bytes"], granularity)
+               if comp.get("binary_bytes") is not None else None}
+        for field_name, value in new.items():
+            if value is None:
+                continue
+            old = data.setdefault(field_name, {}).get(key)
+            data[field_name][key] = value
+            lines.append(f"  {path}: {field_name}[{key}] {old} -> {value}")
+    if write:
+        for path, data in edits.items():
+            # IREE's files are indented by 4; keep them diff-friendly for its reviewers.
+            Path(path).write_text(json.dumps(data, indent=4) + "\n")
+    return lines

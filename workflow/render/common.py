@@ -1,0 +1,240 @@
+"""Pure helpers shared by every renderer: what a case's status means to a reader, which
+cases are its siblings (the eager and baseline cases it is compared with), and the
+figures derived from them. Every format calls these, so a speedup or a percentage is
+the same number in the Markdown, the CSV, the dashboard JSON and the HTML page.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+EAGER = "torch-eager"
+INDUCTOR = "torch-inductor"
+BASELINE = "baseline"
+
+# Reader-facing status: the record's status, with `ok` split into ok and degraded.
+SYMBOLS = {"ok": "✅", "degraded": "🚧", "failed": "✘", "unsupported": "⊘", "skipped": "⏭"}
+# Regressions first, then failures, then accuracy losses: what a reader acts on first.
+_ORDER = {"regression": 0, "failed": 1, "degraded": 2, "unsupported": 3, "skipped": 4, "ok": 5}
+_VERDICT_KEYS = (("verdict", "time"), ("dispatch_verdict", "dispatch count"),
+                 ("size_verdict", "binary size"))
+
+
+def section(case: dict, name: str) -> dict:
+    """A record section, {} when null (failed stages leave theirs null)."""
+    return case.get(name) or {}
+
+
+def median_ms(case: dict) -> float | None:
+    return section(case, "timing").get("median_ms") if case.get("status") == "ok" else None
+
+
+def regressions(case: dict) -> list[str]:
+    """What the golden comparison flagged: time, dispatch count, binary size."""
+    golden = section(case, "golden")
+    return [what for key, what in _VERDICT_KEYS if golden.get(key) == "regression"]
+
+
+def accuracy_problem(case: dict) -> str | None:
+    """Why the outputs are below their threshold, None when they are not (or unknown)."""
+    acc = section(case, "accuracy")
+    if not acc:
+        return None
+    pcc, min_pcc = acc.get("pcc"), acc.get("min_pcc")
+    if pcc is not None and min_pcc is not None and pcc < min_pcc:
+        return f"pcc {pcc:.6f} < {min_pcc:g}"
+    if acc.get("accurate") is False:
+        return (f"outside rtol {acc.get('rtol')}, atol {acc.get('atol')} "
+                f"(max abs err {acc.get('max_abs_err'):.3g})")
+    return None
+
+
+def status(case: dict) -> str:
+    """ok | degraded | failed | unsupported | skipped. Degraded: it ran, but its accuracy
+    is below its threshold or the golden comparison found a regression."""
+    if case["status"] != "ok":
+        return case["status"]
+    return "degraded" if regressions(case) or accuracy_problem(case) else "ok"
+
+
+def regression_text(case: dict) -> str:
+    """'time regression: median 1.3 ms vs golden 1 ms (×1.300, p = 0.012)'; dispatch and
+    size regressions are named only (the golden keeps just their verdicts)."""
+    kinds = regressions(case)
+    text = ", ".join(kinds) + " regression"
+    if "time" in kinds:
+        golden = section(case, "golden")
+        text += (f": median {fmt(median_ms(case))} ms vs golden {fmt(golden.get('value_ms'))}"
+                 f" ms (×{fmt(golden.get('ratio'), '.3f')}, "
+                 f"p = {fmt(golden.get('p_value'), '.3g')})")
+    return text
+
+
+def degraded_reasons(case: dict) -> list[str]:
+    reasons = [f"{what} regression" for what in regressions(case)]
+    problem = accuracy_problem(case)
+    if problem:
+        reasons.append(f"accuracy: {problem}")
+    return reasons
+
+
+def sort_key(case: dict) -> tuple:
+    """Regressions first, then failures, degraded accuracy, the rest; by id within."""
+    rank = "regression" if regressions(case) else status(case)
+    return (_ORDER[rank], case["id"])
+
+
+def ordered(cases: list[dict]) -> list[dict]:
+    return sorted(cases, key=sort_key)
+
+
+def gemm_mkn(case: dict) -> tuple[int, int, int] | None:
+    """[M, K, N] of a GEMM-like case (the torchao shape convention of the linear family
+    and mlp: M rows of width K times a K x N weight); None for other shapes."""
+    shape = case.get("shape") or []
+    if len(shape) == 3 and all(isinstance(v, int) for v in shape):
+        return shape[0], shape[1], shape[2]
+    return None
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+@dataclass(frozen=True)
+class Index:
+    """Cases by (sku, backend, workload, recipe): how a case finds its siblings."""
+
+    by_key: dict[tuple[str, str, str, str], dict]
+
+    @classmethod
+    def of(cls, cases: list[dict]) -> Index:
+        return cls({(c["sku"], c["backend"], c["workload"], c["recipe"]): c for c in cases})
+
+    def median(self, case: dict, *, backend: str | None = None,
+               recipe: str | None = None) -> float | None:
+        """The median of the sibling that differs from `case` in backend and/or recipe."""
+        key = (case["sku"], backend or case["backend"], case["workload"],
+               recipe or case["recipe"])
+        sibling = self.by_key.get(key)
+        return median_ms(sibling) if sibling else None
+
+    def eager_ms(self, case: dict) -> float | None:
+        """torch-eager's median for the same SKU, workload and recipe."""
+        return self.median(case, backend=EAGER)
+
+    def speedups(self, case: dict) -> dict[str, float | None]:
+        """Ratios of medians (> 1: this case is faster), as workflow.speedup defines them:
+        vs_baseline for recipes other than baseline, vs_eager for backends other than
+        torch-eager. The record's own values win; a report aggregated before they were
+        filled gets them derived here from the siblings' medians, the same way."""
+        own = section(case, "speedup")
+        mine = median_ms(case)
+        vs_eager = own.get("vs_eager")
+        if vs_eager is None and case["backend"] != EAGER:
+            vs_eager = ratio(self.eager_ms(case), mine)
+        vs_baseline = own.get("vs_baseline")
+        if vs_baseline is None and case["recipe"] != BASELINE:
+            vs_baseline = ratio(self.median(case, recipe=BASELINE), mine)
+        return {"vs_eager": vs_eager, "vs_baseline": vs_baseline}
+
+    def compiled_backend(self, case: dict) -> str | None:
+        """The backend whose times are torchao's 'compiled' ones for this case: its own,
+        unless it is torch-eager; then torch-inductor (or torch-inductor-<mode>)."""
+        if case["backend"] != EAGER:
+            return case["backend"]
+        found = sorted({b for (sku, b, w, _) in self.by_key
+                        if sku == case["sku"] and w == case["workload"]
+                        and b.startswith(INDUCTOR)})
+        return INDUCTOR if INDUCTOR in found else (found[0] if found else None)
+
+    def torchao_times(self, case: dict) -> dict[str, float | None]:
+        """torchao's four times for this case's SKU and workload: baseline and quantized
+        (this case's recipe), eager (torch-eager) and compiled (`compiled_backend`)."""
+        compiled = self.compiled_backend(case)
+        return {
+            "baseline_eager": self.median(case, backend=EAGER, recipe=BASELINE),
+            "quantized_eager": self.median(case, backend=EAGER),
+            "baseline_compiled": (self.median(case, backend=compiled, recipe=BASELINE)
+                                  if compiled else None),
+            "quantized_compiled": (self.median(case, backend=compiled)
+                                   if compiled else None),
+        }
+
+
+def percent_of_peak(case: dict, peak: dict | None) -> float | None:
+    """Achieved GFLOP/s over the machine's measured f32 matmul peak, for GEMM-like f32
+    cases. The record's own value wins. Other dtypes have other peaks: left blank."""
+    own = section(case, "throughput").get("percent_of_peak")
+    if own is not None:
+        return own
+    gflops = section(case, "throughput").get("gflops")
+    if not peak or not gflops or gemm_mkn(case) is None or case.get("dtype") != "f32":
+        return None
+    return 100.0 * gflops / peak["gflops"]
+
+
+def fmt(value: Any, spec: str = ".4g", blank: str = "—") -> str:
+    """A number for a reader; `blank` for null, NaN or inf (never 'None')."""
+    if value is None:
+        return blank
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and not math.isfinite(value):
+        return blank
+    if isinstance(value, int | float):
+        return format(value, spec)
+    return str(value)
+
+
+def shape_text(case: dict) -> str:
+    return "x".join(str(v) for v in case.get("shape") or []) or "—"
+
+
+def interval_text(case: dict) -> str:
+    """'1.23 [1.20, 1.30]': the median and its 95% interval, in ms."""
+    med = median_ms(case)
+    if med is None:
+        return "—"
+    ci = section(case, "timing").get("ci95_ms") or []
+    if len(ci) == 2:
+        return f"{fmt(med)} [{fmt(ci[0])}, {fmt(ci[1])}]"
+    return fmt(med)
+
+
+def error_summary(text: str | None, limit: int = 200) -> str:
+    """One line about a failure: the error's first line, plus its first `error:` line
+    when that comes later (iree-compile's first line only says it exited with 1)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    summary = lines[0]
+    detail = next((line for line in lines[1:] if "error:" in line), None)
+    if detail and "error:" not in summary:
+        summary += " " + detail[detail.index("error:"):]
+    return summary if len(summary) <= limit else summary[: limit - 1] + "…"
+
+
+def verdict_text(case: dict) -> str:
+    """The golden verdict of the time, plus the dispatch-count and size verdicts where
+    they say something (not pass, not no-golden)."""
+    golden = section(case, "golden")
+    if not golden:
+        return "—"
+    text = golden.get("verdict") or "—"
+    if golden.get("ratio") is not None:
+        text += f" ×{golden['ratio']:.3f}"
+    extra = [f"{what}: {golden[key]}" for key, what in _VERDICT_KEYS[1:]
+             if golden.get(key) not in (None, "pass", "no-golden")]
+    return "; ".join([text, *extra])
+
+
+def counts(cases: list[dict]) -> dict[str, int]:
+    out = dict.fromkeys(SYMBOLS, 0)
+    for case in cases:
+        out[status(case)] += 1
+    return out

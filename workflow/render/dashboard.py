@@ -1,0 +1,173 @@
+"""results/dashboard.json: PyTorch OSS benchmark database v3 records, one per metric of a
+case that produced it (failed cases have no numbers and no records).
+
+Field names follow pytorch/test-infra's oss_ci_benchmark_v3 table: benchmark {name, mode,
+dtype, extra_info}, model {name, type, backend, origins, extra_info}, inputs, dependencies
+{repo, branch, sha, version, extra_info}, metric {name, benchmark_values, target_value,
+extra_info}, runners [{name, type, cpu_info, cpu_count, mem_info, avail_mem_in_gb,
+gpu_info, gpu_count, gpu_mem_info, avail_gpu_mem_in_gb, extra_info}]. Every extra_info is a
+Map(String, String) there, so every value is a string here; the dashboard drops rows whose
+device or metric name is empty, so neither ever is. The uploader (test-infra's
+upload-benchmark-results) adds the repo, commit and workflow fields itself.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+import jsonschema
+
+from workflow.render import common as c
+
+BENCHMARK_NAME = "benchflow"
+ORIGIN = "benchflow"
+GIB = 1024**3
+
+# Version keys of the report's provenance -> (dependency name, its repository).
+DEPENDENCIES = (
+    ("torch", "torch", "pytorch/pytorch"),
+    ("iree-base-compiler", "iree", "iree-org/iree"),
+    ("snakemake", "snakemake", "snakemake/snakemake"),
+    ("torchao", "torchao", "pytorch/ao"),
+)
+
+
+@cache
+def schema() -> dict:
+    return json.loads(resources.files("workflow").joinpath("schemas/dashboard.schema.json")
+                      .read_text())
+
+
+def validate(records: list[dict]) -> None:
+    """Raises jsonschema.ValidationError naming the first offending path."""
+    jsonschema.Draft202012Validator(schema()).validate(records)
+
+
+def strings(mapping: dict) -> dict[str, str]:
+    """extra_info: string values only, nulls left out (a Map(String, String) has no null)."""
+    out = {}
+    for key, value in mapping.items():
+        if value is None:
+            continue
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def dependencies(prov: dict) -> dict:
+    versions = prov.get("versions", {})
+    out = {}
+    for key, name, repo in DEPENDENCIES:
+        if not versions.get(key):
+            continue
+        extra = {"package": key}
+        if name == "iree" and versions.get("iree-base-runtime"):
+            extra["runtime_version"] = versions["iree-base-runtime"]
+        out[name] = {"repo": repo, "branch": "", "sha": "", "version": versions[key],
+                     "extra_info": strings(extra)}
+    return out
+
+
+def runner(prov: dict) -> dict:
+    """The host the report was made on. As test-infra's gather_runners_info does, `name`
+    is the device kind and `type` its model, and the hostname goes to extra_info."""
+    host = prov.get("host", {})
+    mem = host.get("memory_bytes")
+    return {
+        "name": "cpu",
+        "type": host.get("cpu_model") or host.get("machine") or "unknown",
+        "cpu_info": host.get("cpu_model") or host.get("machine") or "unknown",
+        "cpu_count": int(host.get("cores") or 0),
+        "mem_info": f"{mem / GIB:.1f} GiB total" if mem else "",
+        "avail_mem_in_gb": int(mem // GIB) if mem else 0,
+        "gpu_info": "",
+        "gpu_count": 0,
+        "gpu_mem_info": "",
+        "avail_gpu_mem_in_gb": 0,
+        "extra_info": strings({"hostname": host.get("name"), "os": host.get("os"),
+                               "machine": host.get("machine")}),
+    }
+
+
+def metrics(case: dict, index: c.Index, peak: dict | None) -> list[tuple[str, list, float,
+                                                                              str]]:
+    """(name, benchmark_values, target_value, unit) of every metric this case has.
+    Latency carries every invocation median (the dashboard's 'multiple runs'); the golden
+    median is its target, 0 where there is none (torchao's convention)."""
+    timing, comp = c.section(case, "timing"), c.section(case, "compile")
+    thr, mem, acc = c.section(case, "throughput"), c.section(case, "memory"), \
+        c.section(case, "accuracy")
+    golden = c.section(case, "golden")
+    speedups = index.speedups(case)
+    out = []
+    if timing:
+        out.append(("latency median (ms)", timing["invocation_medians_ms"],
+                    golden.get("value_ms") or 0.0, "ms"))
+    candidates = (
+        ("compile time (s)", comp.get("seconds"), "s"),
+        ("dispatch count", comp.get("dispatch_count"), "count"),
+        ("binary size (bytes)", comp.get("binary_bytes"), "bytes"),
+        ("throughput (GFLOP/s)", thr.get("gflops"), "GFLOP/s"),
+        ("percent of peak (%)", c.percent_of_peak(case, peak), "%"),
+        ("speedup vs eager (x)", speedups["vs_eager"], "x"),
+        ("speedup vs baseline (x)", speedups["vs_baseline"], "x"),
+        ("peak memory (MB)", mem["peak_bytes"] / 1e6 if mem.get("peak_bytes") else None, "MB"),
+        ("accuracy (pcc)", acc.get("pcc"), "pcc"),
+    )
+    out += [(name, [value], 0.0, unit) for name, value, unit in candidates if value is not None]
+    return out
+
+
+def records(report: dict, peak: dict | None = None) -> list[dict]:
+    prov = report.get("provenance", {})
+    deps, run = dependencies(prov), [runner(prov)]
+    arch = prov.get("host", {}).get("cpu_model") or "unknown"
+    index = c.Index.of(report["cases"])
+    out = []
+    for case in report["cases"]:
+        if case["status"] != "ok":
+            continue
+        benchmark = {
+            "name": BENCHMARK_NAME,
+            "mode": case["mode"],
+            # The quantization where there is one, else the dtype (torchao's convention).
+            "dtype": case["dtype"] if case["recipe"] == c.BASELINE else case["recipe"],
+            "extra_info": strings({
+                "device": case.get("device") or "cpu", "arch": arch, "sku": case["sku"],
+                "backend": case["backend"], "recipe": case["recipe"],
+                "dtype": case["dtype"], "compile_mode": case.get("compile_mode"),
+                "case_id": case["id"], "suite": prov.get("suite_name"),
+                "config_hash": prov.get("config_hash"),
+                "noisy": c.section(case, "timing").get("noisy"),
+                "golden_verdict": c.section(case, "golden").get("verdict"),
+                "report_status": c.status(case),
+            }),
+        }
+        model = {
+            "name": case["workload"],
+            "type": case["model"],
+            "backend": case["backend"],
+            "origins": [ORIGIN],
+            "extra_info": strings({"model": case["model"], "config": case["config"],
+                                   "shape": c.shape_text(case), "layers": case.get("layers"),
+                                   "group": case.get("group")}),
+        }
+        inputs = {"shape": {"dtype": case["dtype"],
+                            "extra_info": strings({"shape": case.get("shape")})}}
+        for name, values, target, unit in metrics(case, index, peak):
+            out.append({
+                "benchmark": benchmark, "model": model, "inputs": inputs,
+                "dependencies": deps, "runners": run,
+                "metric": {"name": name, "benchmark_values": [float(v) for v in values],
+                           "target_value": float(target),
+                           "extra_info": {"unit": unit}},
+            })
+    return out
+
+
+def render(report: dict, peak: dict | None = None) -> list[dict]:
+    """The records, validated against workflow/schemas/dashboard.schema.json."""
+    out = records(report, peak)
+    validate(out)
+    return out

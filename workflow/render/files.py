@@ -1,0 +1,38 @@
+"""File entry points of the render rules: read results/report.json (and the measured
+peak), render one format, write it atomically. The scripts/render_*.py adapters call
+exactly one of these."""
+
+from __future__ import annotations
+
+import json
+
+from workflow.render import csv_report, dashboard, html, markdown, peak
+from workflow.storage import read_json, write_json, write_text
+
+
+def _peak(path: str | None) -> dict | None:
+    return read_json(path) if path else None
+
+
+def measure_peak(out: str) -> dict:
+    result = peak.measure()
+    write_json(out, result)
+    return result
+
+
+def render_markdown(report: str, out: str) -> None:
+    write_text(out, markdown.render(read_json(report), source=report))
+
+
+def render_csv(report: str, out: str, peak_path: str | None = None) -> None:
+    write_text(out, csv_report.render(read_json(report), _peak(peak_path)))
+
+
+def render_dashboard(report: str, out: str, peak_path: str | None = None) -> None:
+    """Validated against workflow/schemas/dashboard.schema.json before it is written."""
+    records = dashboard.render(read_json(report), _peak(peak_path))
+    write_text(out, json.dumps(records, indent=1, allow_nan=False) + "\n")
+
+
+def render_html(report: str, out: str, peak_path: str | None = None) -> None:
+    write_text(out, html.render(read_json(report), _peak(peak_path)))

@@ -1,0 +1,187 @@
+"""results/report.md: a coverage table in the style of pytorch2.0_ttnn's README, the
+regressions and failures above it, what each column means, models passing per backend
+and an aten op table per model. Filled into templates/report.md.tmpl."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from string import Template
+
+from workflow.render import common as c
+
+COLUMNS = (
+    ("Model", "the registered model (`benchflow list`)."),
+    ("Config", "the model's named configuration (tiny, base, ...; `default` when it has none)."),
+    ("Dtype", "the data type the model ran in."),
+    ("Shape", "the workload's shape parameter, e.g. [M, K, N] of a linear layer or "
+              "[batch, seq] of a transformer."),
+    ("Backend", "what ran it: `iree` (iree-compile + iree-benchmark-module), `torch-eager`, "
+                "`torch-inductor` (torch.compile)."),
+    ("Recipe", "the numerics variant: `baseline` is unquantized; others are torchao recipes "
+               "such as `int8wo`."),
+    ("SKU", "the machine configuration of the suite (target CPU, device, threads)."),
+    ("Status", "✅ ran and is within its accuracy threshold with no golden regression; "
+               "🚧 ran but is degraded: accuracy below its threshold (`accuracy.accurate` "
+               "false or PCC below `min_pcc`) or a golden regression (time, dispatch count "
+               "or binary size); ✘ failed (the stage is named); ⊘ unsupported; ⏭ skipped."),
+    ("Aten ops before (unique)", "aten ops in the exported graph before any lowering; in "
+                                 "parentheses the number of distinct ops."),
+    ("IREE dispatches", "dispatches in the compiled IREE module (IREE cases only)."),
+    ("Compile s", "seconds to compile: iree-compile, or torch.compile's first (compiling) "
+                  "call."),
+    ("Eager ms", "median latency of torch-eager on the same SKU, workload and recipe."),
+    ("Backend ms [95% CI]", "this case's median latency in milliseconds, the median of its "
+                            "invocation medians, and the 95% interval of that median."),
+    ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager."),
+    ("Accuracy (PCC)", "Pearson correlation of the outputs with the fp32 eager reference "
+                       "(1 is identical)."),
+    ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
+                       "inconclusive or no-golden, with median / golden ratio; dispatch-count "
+                       "and size verdicts when they are not pass."),
+)
+
+
+def cell(value: str) -> str:
+    """A Markdown table cell: pipes escaped, one line."""
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def status_cell(case: dict) -> str:
+    st = c.status(case)
+    text = f"{c.SYMBOLS[st]} {st}"
+    if st == "failed" and case.get("stage"):
+        text += f" ({case['stage']})"
+    return text
+
+
+def coverage_row(case: dict, index: c.Index) -> list[str]:
+    graph, comp = c.section(case, "graph"), c.section(case, "compile")
+    ops = (f"{graph['aten_ops']} ({graph['aten_ops_unique']})" if graph else "—")
+    speedup = index.speedups(case)["vs_eager"]
+    return [case["model"], case["config"], case["dtype"], c.shape_text(case),
+            case["backend"], case["recipe"], case["sku"], status_cell(case), ops,
+            c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
+            c.fmt(index.eager_ms(case)), c.interval_text(case),
+            c.fmt(speedup, ".3g") + ("×" if speedup is not None else ""),
+            c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"), c.verdict_text(case)]
+
+
+def attention(cases: list[dict]) -> str:
+    """Regressions, failures and degraded cases: what a reader should look at first."""
+    regressed = [x for x in cases if c.regressions(x)]
+    failed = [x for x in cases if x["status"] == "failed"]
+    degraded = [x for x in cases if c.status(x) == "degraded" and not c.regressions(x)]
+    parts = []
+    if regressed:
+        lines = [f"- `{x['id']}`: {c.regression_text(x)}" for x in regressed]
+        parts.append(f"### Regressions ({len(regressed)})\n\n" + "\n".join(lines))
+    if failed:
+        lines = [f"- `{x['id']}`: failed at {x.get('stage')}: {c.error_summary(x.get('error'))}"
+                 for x in failed]
+        parts.append(f"### Failures ({len(failed)})\n\n" + "\n".join(lines))
+    if degraded:
+        lines = [f"- `{x['id']}`: {'; '.join(c.degraded_reasons(x))}" for x in degraded]
+        parts.append(f"### Degraded accuracy ({len(degraded)})\n\n" + "\n".join(lines))
+    return "\n\n".join(parts) or "No regressions, failures or accuracy losses."
+
+
+def counts_line(cases: list[dict]) -> str:
+    n = c.counts(cases)
+    shown = ", ".join(f"{n[k]} {c.SYMBOLS[k]} {k}" for k in c.SYMBOLS if n[k] or k == "ok")
+    return f"{len(cases)} cases: {shown}."
+
+
+def model_key(case: dict) -> str:
+    return case["model"] if case["config"] == "default" else f"{case['model']}-{case['config']}"
+
+
+def backend_status(cases: list[dict], op: str) -> str:
+    """One op table cell: how one backend fared with the graphs that contain `op` (its
+    cases of this model whose exported graph has the op)."""
+    if not cases:
+        return "—"
+    failed = [x for x in cases if x["status"] == "failed"]
+    base = op.rsplit(".", 1)[0] if op.count(".") >= 2 else op  # aten.histc.default -> aten.histc
+    if any(re.search(re.escape(base) + r"\b", x.get("error") or "") for x in failed):
+        return "✘ op"
+    if failed:
+        return f"✘ ({', '.join(sorted({x.get('stage') or '?' for x in failed}))})"
+    if any(x["status"] == "unsupported" for x in cases):
+        return "⊘"
+    if all(x["status"] == "skipped" for x in cases):
+        return "⏭"
+    return "✅"
+
+
+def op_tables(cases: list[dict]) -> str:
+    backends = sorted({x["backend"] for x in cases})
+    out = []
+    for key in sorted({model_key(x) for x in cases}):
+        mine = [x for x in cases if model_key(x) == key]
+        counts: dict[str, set[int]] = {}
+        for x in mine:
+            for op, n in c.section(x, "graph").get("op_histogram", {}).items():
+                counts.setdefault(op, set()).add(n)
+        if not counts:
+            out.append(f"#### {key}\n\nNo exported graph (every export failed or the model "
+                       "ran nowhere).")
+            continue
+        rows = []
+        for op in sorted(counts):
+            n = sorted(counts[op])
+            having = [x for x in mine if op in c.section(x, "graph").get("op_histogram", {})]
+            rows.append([op, str(n[0]) if len(n) == 1 else f"{n[0]}–{n[-1]}",
+                         *(backend_status([x for x in having if x["backend"] == b], op)
+                           for b in backends)])
+        out.append(f"#### {key}\n\n" + table(["aten op", "count", *backends], rows))
+    return "\n\n".join(out)
+
+
+def passing_table(cases: list[dict]) -> str:
+    """Per backend: models whose every supported case is ✅ ok (unsupported combinations,
+    e.g. a torchao recipe on IREE, are not failures), and the case counts."""
+    rows = []
+    for b in sorted({x["backend"] for x in cases}):
+        mine = [x for x in cases if x["backend"] == b]
+        tried = [x for x in mine if x["status"] not in ("unsupported", "skipped")]
+        models = {model_key(x) for x in tried}
+        passing = {m for m in models
+                   if all(c.status(x) == "ok" for x in tried if model_key(x) == m)}
+        n = c.counts(mine)
+        rows.append([b, f"{len(passing)} / {len(models)}", f"{n['ok']} / {len(mine)}",
+                     str(n["degraded"]), str(n["failed"]), str(n["unsupported"])])
+    return table(["backend", "models passing", "cases ✅ ok", "🚧 degraded", "✘ failed",
+                  "⊘ unsupported"], rows)
+
+
+def render(report: dict, source: str = "results/report.json") -> str:
+    cases = report["cases"]
+    index = c.Index.of(cases)
+    prov = report.get("provenance", {})
+    versions = prov.get("versions", {})
+    host = prov.get("host", {})
+    template = Template(resources.files("workflow.render").joinpath("templates/report.md.tmpl")
+                        .read_text())
+    header = [name for name, _ in COLUMNS]
+    return template.substitute(
+        source=source,
+        suite_name=prov.get("suite_name", "—"),
+        generated_at=report.get("generated_at", "—"),
+        git_sha=f"`{prov.get('git_sha') or 'unknown'}`",
+        host=f"{host.get('name', '?')} ({host.get('cpu_model', '?')}, {host.get('cores', '?')} "
+             "cores)",
+        versions=", ".join(f"{k} {v}" for k, v in versions.items() if v),
+        counts=counts_line(cases),
+        attention=attention(c.ordered(cases)),
+        coverage_table=table(header, [coverage_row(x, index) for x in c.ordered(cases)]),
+        explanation="\n".join(f"**{name}**: {text}  " for name, text in COLUMNS),
+        passing_table=passing_table(cases),
+        op_tables=op_tables(cases),
+    )

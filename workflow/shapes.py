@@ -1,0 +1,70 @@
+"""Matrix-shape generators of torchao's microbenchmarks: each returns an exact list of
+(name, [M, K, N]). Defaults follow torchao's benchmark_runner."""
+
+from __future__ import annotations
+
+from itertools import product
+
+# Llama-2-70B single-node weight shapes, fused attn.wqkv and ffn.w13, at
+# batch 4 x sequence 4096 = 16384 tokens.
+LLAMA_M = 16384
+LLAMA_SHAPES = {
+    "attn.wqkv": (8192, 1280),
+    "attn.w0": (1024, 8192),
+    "ffn.w13": (8192, 7168),
+    "ffn.w2": (3584, 8192),
+}
+
+# (default min_power, default max_power) of the generators that take them.
+POWER_DEFAULTS = {
+    "pow2": (10, 14),
+    "pow2_extended": (10, 14),
+    "small_sweep": (10, 14),
+    "sweep": (8, 15),
+}
+GENERATORS = ("custom", "llama", *POWER_DEFAULTS)
+
+
+def _powers(spec: dict, name: str) -> range:
+    lo, hi = POWER_DEFAULTS[name]
+    lo = lo if spec.get("min_power") is None else spec["min_power"]
+    hi = hi if spec.get("max_power") is None else spec["max_power"]
+    return range(lo, hi + 1)
+
+
+def generate(spec: dict) -> list[tuple[str, list[int]]]:
+    """Shapes of one generator spec, e.g. {"name": "sweep", "min_power": 8, "max_power": 9}."""
+    name = spec["name"]
+    if name == "custom":
+        return [(name, list(s)) for s in spec.get("shapes", [])]
+    if name == "llama":
+        return [(f"llama_{k}", [LLAMA_M, kk, n]) for k, (kk, n) in LLAMA_SHAPES.items()]
+    if name == "pow2":
+        return [(f"pow2_{i}", [2**p] * 3) for i, p in enumerate(_powers(spec, name))]
+    if name == "pow2_extended":
+        out = []
+        for i, p in enumerate(_powers(spec, name)):
+            out.append((f"pow2_extended_{2 * i}", [2**p] * 3))
+            out.append((f"pow2_extended_{2 * i + 1}", [2**p + 2 ** (p - 1)] * 3))
+        return out
+    if name in ("sweep", "small_sweep"):
+        increasing_only = name == "small_sweep"
+        out = []
+        for pm, pk, pn in product(_powers(spec, name), repeat=3):
+            m, k, n = 2**pm, 2**pk, 2**pn
+            if increasing_only and not m <= k <= n:
+                continue
+            out.append((f"{name}_{len(out)}", [m, k, n]))
+        return out
+    raise ValueError(f"unknown shape generator {name!r}; expected one of {list(GENERATORS)}")
+
+
+def generate_all(specs: list[dict]) -> list[list[int]]:
+    """The shapes of several generator specs, in order, duplicates dropped."""
+    seen, out = set(), []
+    for spec in specs:
+        for _, shape in generate(spec):
+            if tuple(shape) not in seen:
+                seen.add(tuple(shape))
+                out.append(shape)
+    return out

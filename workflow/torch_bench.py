@@ -1,0 +1,320 @@
+"""Torch measurements, run in a fresh worker process per pass (see torch_stage.py).
+
+    python -m workflow.torch_bench PLAN_JSON characterize|time
+
+A plan is a batch of cases sharing SKU, backend and recipe. Each case prints a "start"
+line, then a "result" line, as JSON on stdout, so that the parent can enforce a
+per-case deadline and lose at most the case that hung or crashed.
+
+`characterize` runs once per batch: support checks, accuracy against the fp32 eager
+reference, SQNR against the unquantized module, graph statistics, compile time,
+first call, peak memory, profiler artifacts. `time` is one invocation of every case:
+warm-up, then torch.utils.benchmark's blocked_autorange (inference) or per-phase
+timings (training).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from workflow.models.registry import get_model, load_model_files, tolerance_for
+from workflow.recipes import Device, device_reason, layer_reason, parse, torchao_config
+
+
+class Unsupported(Exception):
+    """Raised while preparing a case that this machine or shape cannot run."""
+
+
+def emit(event: str, case: str, **data) -> None:
+    print(json.dumps({"event": event, "case": case, **data}), flush=True)
+
+
+def probe_device(kind: str) -> tuple[Device, str | None]:
+    """The device a case asks for, or why this machine has none."""
+    import torch
+
+    if kind == "cpu":
+        return Device("cpu"), None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            return Device("cpu"), "CUDA is not available on this machine"
+        return Device("cuda", torch.cuda.get_device_capability()), None
+    return Device("cpu"), f"device {kind} is not supported by benchflow's torch backends"
+
+
+def sync(device: Device) -> None:
+    if device.kind == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class Prepared:
+    """A case's module ready to call: built, cast, quantized, compiled."""
+
+    def __init__(self, case: dict, backend: dict, device: Device):
+        import torch
+
+        w = case["workload"]
+        self.case, self.device, self.mode = case, device, w["mode"]
+        load_model_files(w.get("model_modules", []))
+        model = get_model(w["model"])
+        self.recipe = parse(case["recipe"])
+        dev = "cuda" if device.kind == "cuda" else "cpu"
+        inst = model.build(w["config"], w["dtype"], w["layers"], w["shape"])
+        self.flops = inst.flops
+        self.module = inst.module.to(dev)
+        self.inputs = tuple(x.to(dev) for x in inst.inputs)
+        if self.recipe.quantized:
+            from torchao.quantization import quantize_
+
+            linears = [m.in_features for m in self.module.modules()
+                       if isinstance(m, torch.nn.Linear)]
+            why = layer_reason(self.recipe, linears)
+            if why:
+                raise Unsupported(why)
+            quantize_(self.module, torchao_config(self.recipe, device))
+        if self.mode == "training":
+            self.module.train()
+            self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=1e-4)
+        self.callable = self.module
+        if backend["kind"] == "inductor":
+            self.callable = torch.compile(self.module, mode=backend["compile_mode"],
+                                          fullgraph=backend["fullgraph"])
+
+    def forward(self):
+        import torch
+
+        with torch.no_grad():
+            return self.callable(*self.inputs)
+
+    def train_step(self) -> dict[str, float]:
+        """One training iteration with each phase timed on its own (ms)."""
+        t0 = time.perf_counter()
+        out = self.callable(*self.inputs)
+        loss = _first_tensor(out).float().square().mean()
+        sync(self.device)
+        t1 = time.perf_counter()
+        loss.backward()
+        sync(self.device)
+        t2 = time.perf_counter()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        sync(self.device)
+        t3 = time.perf_counter()
+        return {"forward": (t1 - t0) * 1e3, "backward": (t2 - t1) * 1e3,
+                "optimizer": (t3 - t2) * 1e3}
+
+    def call(self):
+        return self.train_step() if self.mode == "training" else self.forward()
+
+
+def _first_tensor(out):
+    from workflow.export import tensor_leaves
+
+    return tensor_leaves(out)[0]
+
+
+def _numpy_outputs(out) -> list:
+    from workflow.export import tensor_leaves, to_numpy
+
+    return [to_numpy(t) for t in tensor_leaves(out)]
+
+
+def reset_peak_rss() -> bool:
+    """Resets the process's RSS high-water mark (Linux: clear_refs 5), so that the peak
+    read after a case is that case's, not an earlier case's in the same process."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def graph_stats_compiled(prepared: Prepared) -> dict:
+    """aten ops (torch.export of the module as run) and, for torch.compile, Dynamo's
+    graph and graph-break counts (torch._dynamo.explain)."""
+    import torch
+
+    from workflow.export import graph_stats
+
+    stats: dict = {"aten_ops": 0, "aten_ops_unique": 0, "op_histogram": {},
+                   "graph_breaks": None, "graph_count": None}
+    try:
+        with torch.no_grad():
+            prog = torch.export.export(prepared.module, prepared.inputs)
+        stats.update(graph_stats(prog.graph))
+    except Exception as exc:  # quantized tensor subclasses may not export; say so
+        stats["export_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    if prepared.callable is not prepared.module:
+        explained = torch._dynamo.explain(prepared.module)(*prepared.inputs)
+        stats["graph_count"] = explained.graph_count
+        stats["graph_breaks"] = explained.graph_break_count
+        stats["break_reasons"] = [str(r.reason)[:200] for r in explained.break_reasons][:10]
+        torch._dynamo.reset()  # the timed compile must start cold
+    return stats
+
+
+def characterize(case: dict, backend: dict, plan: dict) -> dict:
+    import torch
+
+    from workflow.accuracy import compare, sqnr_db
+
+    w = case["workload"]
+    load_model_files(w.get("model_modules", []))
+    device, why = probe_device(w["device"])
+    recipe = parse(case["recipe"])
+    why = why or device_reason(recipe, device=device, dtype=w["dtype"])
+    if why:
+        return {"status": "unsupported", "reason": why}
+    torch.set_num_threads(plan["threads"])
+    model = get_model(w["model"])
+    ref = model.build(w["config"], "f32", w["layers"], w["shape"])
+    with torch.no_grad():
+        reference = _numpy_outputs(ref.module(*ref.inputs))
+    del ref
+    if device.kind == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    reset_peak_rss()
+    try:
+        prepared = Prepared(case, backend, device)
+    except Unsupported as exc:
+        return {"status": "unsupported", "reason": str(exc)}
+    graph = graph_stats_compiled(prepared)
+    if prepared.mode == "training":
+        # Accuracy of the forward pass before any optimizer step changes the weights.
+        prepared.module.eval()
+        actual = _numpy_outputs(prepared.forward())
+        prepared.module.train()
+    t0 = time.perf_counter()
+    out = prepared.call()  # torch.compile compiles here: the first call is timed apart
+    sync(device)
+    first_s = time.perf_counter() - t0
+    if prepared.mode != "training":
+        actual = _numpy_outputs(out)
+    tol = tolerance_for(w, plan["tolerances"])
+    accuracy = {**compare(actual, reference, **tol), "reference": "torch-eager-fp32"}
+    if recipe.quantized:
+        # SQNR against the same module unquantized, in the same dtype and backend
+        # family: the error the recipe adds, apart from the dtype's own.
+        base = get_model(w["model"]).build(w["config"], w["dtype"], w["layers"], w["shape"])
+        with torch.no_grad():
+            baseline = _numpy_outputs(base.module.to(prepared.inputs[0].device)(*prepared.inputs))
+        worst = min(sqnr_db(a, b) for a, b in zip(actual, baseline, strict=True))
+        accuracy["sqnr_db"] = None if math.isinf(worst) else worst
+        accuracy["sqnr_reference"] = "baseline recipe"
+    if device.kind == "cuda":
+        memory = {"peak_bytes": int(torch.cuda.max_memory_allocated()), "kind": "allocator"}
+    else:
+        memory = {"peak_bytes": peak_rss_bytes(), "kind": "rss"}
+    profile = write_profiles(prepared, case, plan, w)
+    return {
+        "status": "ok", "graph": graph, "accuracy": accuracy, "memory": memory,
+        "first_run_ms": first_s * 1e3, "flops": prepared.flops,
+        "compile_seconds": first_s if backend["kind"] == "inductor" else None,
+        "profile": profile, "device_capability": device.cuda_capability,
+    }
+
+
+def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict | None:
+    if not (w["profiler"] or w["memory_profiler"]):
+        return None
+    import torch
+
+    out_dir = Path(plan["artifacts_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = case["workload"]["id"]
+    profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None}
+    if w["profiler"]:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if prepared.device.kind == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+            for _ in range(3):
+                prepared.call()
+            sync(prepared.device)
+        path = out_dir / f"{stem}.trace.json"
+        prof.export_chrome_trace(str(path))
+        profile["trace"] = str(path)
+    if w["memory_profiler"]:
+        if prepared.device.kind == "cuda":
+            torch.cuda.memory._record_memory_history(max_entries=100000)
+            for _ in range(3):
+                prepared.call()
+            sync(prepared.device)
+            path = out_dir / f"{stem}.memory_snapshot.pickle"
+            torch.cuda.memory._dump_snapshot(str(path))
+            torch.cuda.memory._record_memory_history(enabled=None)
+            profile["memory_snapshot"] = str(path)
+        else:
+            profile["memory_snapshot_status"] = (
+                "unsupported: CUDA memory snapshots need a CUDA device; this case ran on the CPU")
+    return profile
+
+
+def time_case(case: dict, backend: dict, plan: dict) -> dict:
+    """One invocation of one case: warm-up, then the steady state."""
+    import torch
+    import torch.utils.benchmark as tb
+
+    w = case["workload"]
+    device, _ = probe_device(w["device"])
+    torch.set_num_threads(plan["threads"])
+    m = plan["measurement"]
+    prepared = Prepared(case, backend, device)
+    calls, t0 = 0, time.perf_counter()
+    while calls < m["torch_warmup_calls"] or time.perf_counter() - t0 < m["torch_warmup_s"]:
+        prepared.call()
+        calls += 1
+    sync(device)
+    if prepared.mode == "training":
+        phases: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
+        totals = []
+        start = time.perf_counter()
+        while time.perf_counter() - start < m["torch_min_run_time_s"] or len(totals) < 3:
+            step = prepared.train_step()
+            for k, v in step.items():
+                phases[k].append(v)
+            totals.append(sum(step.values()))
+        return {"median_ms": statistics.median(totals), "iterations": len(totals),
+                "phases_ms": {k: statistics.median(v) for k, v in phases.items()},
+                "warmup_calls": calls}
+    timer = tb.Timer(stmt="fn()", globals={"fn": prepared.forward},
+                     num_threads=plan["threads"])
+    measured = timer.blocked_autorange(min_run_time=m["torch_min_run_time_s"])
+    return {"median_ms": measured.median * 1e3, "iterations": measured.number_per_run
+            * len(measured.times), "warmup_calls": calls}
+
+
+def main(argv: list[str]) -> None:
+    plan_path, pass_name = argv
+    plan = json.loads(Path(plan_path).read_text())
+    fn = characterize if pass_name == "characterize" else time_case
+    for case in plan["cases"]:
+        emit("start", case["id"])
+        try:
+            result = fn(case, plan["backend"], plan)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        emit("result", case["id"], result=result)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,150 @@
+"""The torch stage: measures a batch of torch cases (one Snakemake job) with fresh
+worker processes, following DESIGN.md's protocol.
+
+One `characterize` process per batch, then `invocations` `time` processes, each of
+which measures every case of the batch once: the invocation (a fresh process) stays
+the unit of the statistics, while the interpreter and torch start-up is paid once per
+process rather than once per case. Cases are interleaved across processes, which also
+spreads slow drifts of the machine over all cases instead of biasing one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workflow import stats
+from workflow.proc import first_lines
+from workflow.record import build_torch_case
+from workflow.storage import write_json
+
+
+def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
+             log: str | None) -> dict[str, dict]:
+    """Runs one worker pass over `cases`; returns case id -> result.
+
+    A case that exceeds its deadline or crashes the worker is recorded as failed and
+    the pass goes on with the cases after it in a new worker, so one bad case never
+    costs the batch.
+    """
+    results: dict[str, dict] = {}
+    remaining = list(cases)
+    while remaining:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump({**plan, "cases": remaining}, fh)
+            plan_file = fh.name
+        try:
+            done, stuck, why = _one_worker(plan_file, pass_name, timeout_per_case, log)
+        finally:
+            os.unlink(plan_file)
+        results.update(done)
+        if stuck is not None:
+            results[stuck] = {"status": "failed", "error": why}
+        finished = set(done) | ({stuck} if stuck else set())
+        if not finished:  # the worker died before its first case: fail them all
+            for case in remaining:
+                results[case["id"]] = {"status": "failed", "error": why}
+            break
+        remaining = [c for c in remaining if c["id"] not in finished]
+    return results
+
+
+def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None):
+    """Runs a worker until it ends; returns (results, id of a case it hung or crashed
+    on, why)."""
+    err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workflow.torch_bench", plan_file, pass_name],
+        stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    results: dict[str, dict] = {}
+    current, deadline, buffer = None, time.monotonic() + timeout, ""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return results, current, f"timeout after {timeout:g} s ({pass_name})"
+            if not sel.select(timeout=min(left, 1.0)):
+                continue
+            chunk = proc.stdout.readline()
+            if not chunk:
+                break
+            buffer = chunk
+            msg = json.loads(buffer)
+            if msg["event"] == "start":
+                current, deadline = msg["case"], time.monotonic() + timeout
+            elif msg["event"] == "result":
+                results[msg["case"]] = msg["result"]
+                current = None
+        code = proc.wait()
+        if current is not None or code != 0:
+            tail = Path(log).read_text()[-2000:] if log else ""
+            return results, current, first_lines(
+                f"torch worker exited with {code} ({pass_name}):\n{tail}")
+        return results, None, ""
+    finally:
+        sel.close()
+        if log:
+            err.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,
+                    timeout_per_case: float, out_dir: str, log: str) -> list[dict]:
+    """Measures a batch and writes one case record per case under out_dir/cases/.
+    Golden verdicts are added at aggregation, so blessing never re-measures a batch."""
+    out = Path(out_dir)
+    (out / "cases").mkdir(parents=True, exist_ok=True)
+    m = sku["measurement"]
+    plan = {"backend": backend, "threads": sku["torch"]["threads"], "measurement": m,
+            "tolerances": tolerances, "artifacts_dir": str(out / "artifacts")}
+    t0 = time.monotonic()
+    char = run_pass(plan, "characterize", cases, timeout_per_case=timeout_per_case, log=log)
+    live = [c for c in cases if char[c["id"]].get("status") == "ok"]
+    samples: dict[str, list[dict]] = {c["id"]: [] for c in live}
+    failures: dict[str, str] = {}
+
+    def invocations(subset: list[dict], n: int) -> None:
+        for _ in range(n):
+            subset = [c for c in subset if c["id"] not in failures]
+            if not subset:
+                return
+            res = run_pass(plan, "time", subset, timeout_per_case=timeout_per_case, log=log)
+            for cid, r in res.items():
+                if r.get("status") == "failed":
+                    failures[cid] = r["error"]
+                else:
+                    samples[cid].append(r)
+
+    invocations(live, m["invocations"])
+    reruns: set[str] = set()
+    if m["rerun_noisy"]:
+        noisy = [c for c in live if c["id"] not in failures
+                 and stats.cv([s["median_ms"] for s in samples[c["id"]]]) > m["noisy_cv"]]
+        invocations(noisy, m["invocations"])  # twice the invocations in all, then decide
+        reruns = {c["id"] for c in noisy}
+    measure_s = time.monotonic() - t0
+    records = []
+    for case in cases:
+        rec = build_torch_case(case["identity"], sku, char[case["id"]],
+                               samples.get(case["id"], []), failures.get(case["id"]),
+                               noisy_reruns=int(case["id"] in reruns))
+        data = rec.to_dict()
+        write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
+        records.append(data)
+    write_json(out / "batch.json", {
+        "cases": [c["id"] for c in cases], "seconds": measure_s,
+        "worker_passes": 1 + m["invocations"] + (m["invocations"] if reruns else 0)})
+    return records

@@ -1,0 +1,199 @@
+"""Verdicts against a golden (DESIGN.md): pure functions, no I/O.
+
+Time: `regression` only when ratio = median / golden median exceeds the tolerance AND
+an exact one-sided test on invocation medians (the invocation is the unit: one fresh
+process each) gives p below the threshold; `improvement` symmetrically (ratio below
+1 / tolerance). A noisy case that would regress or improve is `inconclusive`: the run
+stage has already measured it again with twice the invocations, so noise that is left
+cannot decide, unless noise cannot explain the change at all: every new invocation
+slower than tolerance x the slowest golden invocation (faster than the fastest golden
+invocation / tolerance for an improvement). Then the ranges of the two samples are
+apart by more than the tolerance, which no spread within them produces. When the
+sample sizes cannot reach the threshold at all (3 against 3 invocations: the smallest
+exact p is 1/20), a ratio beyond the tolerance is `inconclusive` too, rather than a
+silent pass.
+
+The test: Mann-Whitney (new medians against the golden's stored medians); against a
+golden that is a single number (a sharktank benchmark file's golden_time_ms), the
+exact Wilcoxon signed-rank test of the new medians against that number.
+
+Dispatch count: any increase regresses, a decrease improves. Binary size: above
+golden x size_tolerance regresses; below the measured (unrounded) golden size /
+size_tolerance improves.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PASS, REGRESSION, IMPROVEMENT = "pass", "regression", "improvement"
+INCONCLUSIVE, NO_GOLDEN = "inconclusive", "no-golden"
+MANN_WHITNEY = "mann-whitney-exact"
+WILCOXON = "wilcoxon-signed-rank-exact"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The suite's `goldens` thresholds (config/schema.yaml has their defaults)."""
+
+    tolerance: float = 1.10
+    size_tolerance: float = 1.05
+    p_value: float = 0.05
+
+    @classmethod
+    def from_config(cls, goldens: dict | None) -> Settings:
+        g = goldens or {}
+        d = cls()
+        return cls(tolerance=g.get("tolerance", d.tolerance),
+                   size_tolerance=g.get("size_tolerance", d.size_tolerance),
+                   p_value=g.get("p_value", d.p_value))
+
+
+@dataclass(frozen=True)
+class GoldenRef:
+    """A golden of one case, from a golden file or a benchmark file."""
+
+    source: str
+    median_ms: float | None = None
+    invocation_medians_ms: tuple[float, ...] | None = None  # None: a single number only
+    tolerance: float | None = None
+    dispatch_count: int | None = None
+    binary_bytes: int | None = None
+    binary_bytes_measured: int | None = None  # before rounding up, where known
+
+
+@dataclass(frozen=True)
+class TimeVerdict:
+    verdict: str
+    ratio: float | None
+    p_value: float | None
+    test: str | None
+    reason: str
+
+
+def min_p(n_new: int, n_golden: int | None) -> float:
+    """The smallest one-sided exact p the test can give for these sample sizes."""
+    if n_golden is None:
+        return 0.5 ** n_new                      # signed-rank: all signs the same way
+    return 1.0 / math.comb(n_new + n_golden, n_new)  # Mann-Whitney: complete separation
+
+
+def one_sided_p(new: Sequence[float], golden: Sequence[float] | float, alternative: str
+                ) -> tuple[float, str]:
+    """p of `new` being greater (or less) than the golden; alternative: greater | less."""
+    from scipy import stats
+
+    if isinstance(golden, int | float):
+        diffs = [x - golden for x in new if x != golden]
+        if not diffs:
+            return 1.0, WILCOXON
+        res = stats.wilcoxon(diffs, alternative=alternative, method="exact")
+        return float(res.pvalue), WILCOXON
+    res = stats.mannwhitneyu(list(new), list(golden), alternative=alternative, method="exact")
+    return float(res.pvalue), MANN_WHITNEY
+
+
+def beyond_noise(new: Sequence[float], golden: Sequence[float] | float, tolerance: float,
+                 direction: str) -> bool:
+    """Whether the two samples' ranges are apart by more than the tolerance."""
+    lo, hi = (golden, golden) if isinstance(golden, int | float) else (min(golden), max(golden))
+    if direction == "greater":
+        return min(new) > hi * tolerance
+    return max(new) * tolerance < lo
+
+
+def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
+                 tolerance: float, p_threshold: float) -> TimeVerdict:
+    if not golden.median_ms:
+        return TimeVerdict(NO_GOLDEN, None, None, None, "no golden time")
+    median = statistics.median(new_medians)
+    ratio = median / golden.median_ms
+    sample = (golden.invocation_medians_ms if golden.invocation_medians_ms
+              and len(golden.invocation_medians_ms) > 1 else golden.median_ms)
+    n_golden = None if isinstance(sample, float | int) else len(sample)
+    direction = "greater" if ratio >= 1 else "less"
+    p, test = one_sided_p(new_medians, sample, direction)
+    beyond = ratio > tolerance if direction == "greater" else ratio < 1 / tolerance
+    where = f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({test})"
+    if not beyond:
+        return TimeVerdict(PASS, ratio, p, test, f"within tolerance: {where}")
+    would = REGRESSION if direction == "greater" else IMPROVEMENT
+    if p >= p_threshold:
+        if min_p(len(new_medians), n_golden) >= p_threshold:
+            return TimeVerdict(INCONCLUSIVE, ratio, p, test,
+                               f"would be {would} but {len(new_medians)} invocations vs "
+                               f"{n_golden or 'a single golden number'} cannot reach "
+                               f"p < {p_threshold:g}: {where}")
+        return TimeVerdict(PASS, ratio, p, test, f"not significant (p >= {p_threshold:g}): "
+                                                 f"{where}")
+    if noisy and not beyond_noise(new_medians, sample, tolerance, direction):
+        return TimeVerdict(INCONCLUSIVE, ratio, p, test,
+                           f"would be {would} but the case is still noisy after its rerun: "
+                           f"{where}")
+    return TimeVerdict(would, ratio, p, test, where)
+
+
+def count_verdict(new: int | None, golden: int | None) -> tuple[str, float | None]:
+    """Dispatch count: any increase regresses."""
+    if golden is None or new is None:
+        return NO_GOLDEN, None
+    ratio = new / golden if golden else None
+    if new > golden:
+        return REGRESSION, ratio
+    return (IMPROVEMENT if new < golden else PASS), ratio
+
+
+def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
+                 measured: int | None = None) -> tuple[str, float | None]:
+    """`golden` is a ceiling (blessed sizes are rounded up, sharktank's are round
+    numbers); an improvement is judged against the size measured before rounding, so
+    it is only known for goldens that keep it."""
+    if golden is None or new is None:
+        return NO_GOLDEN, None
+    ratio = new / golden if golden else None
+    if new > golden * size_tolerance:
+        return REGRESSION, ratio
+    if measured is not None and new * size_tolerance < measured:
+        return IMPROVEMENT, ratio
+    return PASS, ratio
+
+
+def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
+    """The `golden` section of a case record (record.Golden's fields) for a case dict."""
+    if golden is None:
+        return {"verdict": NO_GOLDEN, "dispatch_verdict": NO_GOLDEN, "size_verdict": NO_GOLDEN,
+                "reason": "no golden for this case"}
+    tolerance = golden.tolerance or settings.tolerance
+    out: dict = {"source": golden.source, "tolerance": tolerance,
+                 "value_ms": golden.median_ms, "dispatch_golden": golden.dispatch_count,
+                 "size_golden_bytes": golden.binary_bytes,
+                 "size_tolerance": settings.size_tolerance}
+    comp = case.get("compile") or {}
+    out["dispatch_verdict"], out["dispatch_ratio"] = count_verdict(
+        comp.get("dispatch_count"), golden.dispatch_count)
+    out["size_verdict"], out["size_ratio"] = size_verdict(
+        comp.get("binary_bytes"), golden.binary_bytes, settings.size_tolerance,
+        golden.binary_bytes_measured)
+    timing = case.get("timing")
+    if case.get("status") != "ok" or not timing:
+        # A case that ran before (it has a golden) and now fails is the worst regression;
+        # a gate that passed it would hide a crash behind a missing number.
+        has = golden.median_ms is not None
+        out.update(verdict=REGRESSION if has else NO_GOLDEN, ratio=None, p_value=None,
+                   reason=f"case {case.get('status')} at {case.get('stage')}: "
+                          f"{'the golden has a time' if has else 'no golden time'}")
+        return out
+    tv = time_verdict(timing["invocation_medians_ms"], bool(timing.get("noisy")), golden,
+                      tolerance, settings.p_value)
+    out.update(verdict=tv.verdict, ratio=tv.ratio, p_value=tv.p_value, test=tv.test,
+               reason=tv.reason)
+    return out
+
+
+def regressed_aspects(golden: dict) -> list[str]:
+    """Which of time, dispatch and size regressed in a case's `golden` section."""
+    names = (("verdict", "time"), ("dispatch_verdict", "dispatch"), ("size_verdict", "size"))
+    return [label for key, label in names if golden.get(key) == REGRESSION]
