@@ -317,3 +317,18 @@ def test_cli_lists_the_selection_with_sharktank_options(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "generic/iree/alpha.pipe_cpu/baseline" in out and "host/" not in out
     assert "1 benchmark case(s) selected" in out
+
+
+def test_cli_runs_the_selection_through_snakemake(tmp_path, monkeypatch, capfd):
+    suite = tmp_path / "s.yaml"
+    suite.write_text(json.dumps(tiny_suite()))
+    monkeypatch.chdir(tmp_path)
+    assert main(["benchmarks", "--configfile", str(suite), "--model", "tiny_mlp",
+                 "--filename", "matmul*", "--sku", "host", "--run", "-n", "--cores", "1"]) == 0
+    out = capfd.readouterr().out
+    assert '--config benchmark_files={"models": ["tiny_mlp"], "filename": "matmul*", ' \
+           '"skus": ["host"]}' in out
+    # The dry run plans exactly the selected file on the selected SKU.
+    assert "results/bench_files/cases/host/tiny_mlp.matmul_cpu.json" in out
+    assert "tiny_mlp.mlp_cpu" not in out.split("$ ", 1)[1]
+    assert "bench_files/cases/generic" not in out

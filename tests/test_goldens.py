@@ -229,3 +229,20 @@ def test_gate_rule_writes_its_json_only_when_nothing_regressed(tmp_path):
         gate.run_gate(str(report), str(out), str(log))
     assert not out.exists()
     assert json.loads(log.read_text())["regressed"][0]["id"] == "host/iree/a/baseline"
+
+
+def test_golden_section_is_a_complete_record_golden(tmp_path):
+    from dataclasses import fields
+
+    from workflow.record import Golden
+
+    names = {f.name for f in fields(Golden)}
+    section = gate.golden_section(make_case("host/iree/a/baseline", BASE), [], None)
+    assert set(section) == names and section["verdict"] == "no-golden"
+    report = tmp_path / "r.json"
+    write_json(report, make_report(make_case("host/iree/a/baseline", BASE)))
+    assert main(["bless", "--report", str(report), "--goldens", str(tmp_path), "--yes"]) == 0
+    section = gate.golden_section(make_case("host/iree/a/baseline", [2 * x for x in BASE]),
+                                  [str(tmp_path / "host.json")], {"tolerance": 1.5})
+    assert set(section) == names and section["verdict"] == "regression"
+    assert section["tolerance"] == 1.5 and section["ratio"] == 2.0

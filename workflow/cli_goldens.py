@@ -108,6 +108,8 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
         cmd += ["--configfile", str(f)]
     if override:
         cmd += ["--config", "benchmark_files=" + json.dumps(override)]
+    if args.dry_run:
+        cmd.append("-n")
     print("$ " + " ".join(cmd), flush=True)
     return subprocess.run(cmd).returncode
 
@@ -167,4 +169,5 @@ def add_parsers(sub) -> None:
     p.add_argument("--run", action="store_true", help="run them: snakemake TARGET")
     p.add_argument("--target", default="results/report.json")
     p.add_argument("--cores", default="all")
+    p.add_argument("-n", "--dry-run", action="store_true", help="with --run: snakemake -n")
     p.set_defaults(func=cmd_benchmarks)

@@ -19,11 +19,16 @@ from workflow.storage import read_json, write_json
 
 def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict | None,
                    file_goldens: dict | None = None, file_source: str | None = None) -> dict:
-    """The `golden` section of a case record (record.Golden's fields)."""
+    """The `golden` section of a case record: every field of record.Golden, those the
+    verdict leaves open at their defaults, so that it is complete wherever it is used."""
+    from dataclasses import asdict
+
+    from workflow.record import Golden
+
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
         golden_file = golden_file[0] if golden_file else None
     ref = goldens.lookup(case["id"], golden_file, file_goldens, file_source)
-    return verdict.judge(case, ref, verdict.Settings.from_config(gate_config))
+    return asdict(Golden(**verdict.judge(case, ref, verdict.Settings.from_config(gate_config))))
 
 
 def golden_input(directory: str, sku: str) -> list[str]:
