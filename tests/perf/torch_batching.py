@@ -41,8 +41,8 @@ def run(cases: int, batch_size: int) -> dict:
         tmp = Path(tmp)
         (tmp / "suite.yaml").write_text(yaml.safe_dump(suite(cases, batch_size)))
         cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
-               str(tmp), "--cores", "2", "--quiet", "all", "results/report.json",
-               "--configfile", str(tmp / "suite.yaml")]
+               str(tmp), "--cores", "2", "results/report.json",
+               "--configfile", str(tmp / "suite.yaml"), "--quiet", "all"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
