@@ -1,7 +1,7 @@
 # report: every case record -> results/report.json (schema-validated before writing).
 from workflow.benchfiles import case_paths as bench_case_paths
-from workflow.gate import golden_input
 from workflow.paths import LOGS, REPORT
+from workflow.snakefile_support import torch_golden_inputs
 from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
@@ -9,10 +9,8 @@ rule report:
     input:
         cases=[case_path(c) for c in SUITE.iree_cases] + bench_case_paths(SUITE),
         batches=[torch_batch_dir(key) for key in SUITE.torch_batches],
-        # Torch cases get their verdicts here (cheap) rather than in their batch job,
-        # so blessing goldens never re-measures.
-        goldens=[g for sku in {k[0] for k in SUITE.torch_batches}
-                 for g in golden_input(SUITE.config["goldens"]["dir"], sku)],
+        # Torch cases are judged here, not in their batch job (see torch_golden_inputs).
+        goldens=torch_golden_inputs(SUITE),
     output:
         report=REPORT,
     params:

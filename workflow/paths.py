@@ -12,6 +12,7 @@ VERIFY_DIR = RESULTS + "/verify/{sku}/{backend}/{workload}/{recipe}"
 CASE = RESULTS + "/cases/{sku}/{backend}/{workload}/{recipe}.json"
 TORCH_BATCH_DIR = RESULTS + "/torch/{sku}/{backend}/{recipe}/{batch}"
 REPORT = RESULTS + "/report.json"
+GATE = RESULTS + "/gate.json"
 # Rendered from REPORT (workflow.render); PEAK is the machine's measured matmul peak.
 REPORT_MD = RESULTS + "/report.md"
 REPORT_CSV = RESULTS + "/report.csv"

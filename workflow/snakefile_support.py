@@ -20,10 +20,32 @@ def load_suite_or_exit(cli_configfiles, cli_overrides) -> Suite:
     try:
         return load(paths, dict(cli_overrides or {}))
     except ConfigError as exc:
-        print("benchflow: invalid suite, no job was run:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        sys.exit(1)
+        _refuse("invalid suite", exc.problems)
+
+
+def _refuse(what: str, problems: list[str]) -> None:
+    print(f"benchflow: {what}, no job was run:", file=sys.stderr)
+    for problem in problems:
+        print(f"  {problem}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check_goldens_or_exit(suite: Suite) -> None:
+    """A broken golden file refuses the run before any job, like a broken suite."""
+    from workflow.goldens import check_dir
+
+    problems = check_dir(suite.config["goldens"]["dir"], suite.config["skus"])
+    if problems:
+        _refuse("invalid golden files", problems)
+
+
+def torch_golden_inputs(suite: Suite) -> list[str]:
+    """Golden files of the SKUs with torch cases: the report step judges those cases
+    (cheap) instead of their batch jobs, so blessing goldens never re-measures."""
+    from workflow.gate import golden_input
+
+    skus = sorted({key[0] for key in suite.torch_batches})
+    return [g for sku in skus for g in golden_input(suite.config["goldens"]["dir"], sku)]
 
 
 def torch_batch_plan(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> list:
