@@ -3,7 +3,7 @@
 # name `workflow` is Snakemake's object, so the package is only ever from-imported.
 from workflow.paths import REPORT, case_path, torch_batch_dir
 from workflow.paths import DASHBOARD, REPORT_CSV, REPORT_HTML, REPORT_MD
-from workflow.snakefile_support import (
+from workflow.stages.plan import (
     load_suite_or_exit,
     package_version,
     torch_batch_plan,

@@ -2,7 +2,7 @@
 # Each selected file x SKU: compile its MLIR with the SKU's target flags plus the file's
 # flags, time it with its function, inputs and weights, then a case record judged
 # against the goldens. Selection: the suite's `benchmark_files` (workflow/benchfiles.py).
-from workflow.benchfiles import (
+from workflow.suite.sharktank import (
     BF_CASE,
     BF_COMPILE,
     BF_RUN,
@@ -11,10 +11,10 @@ from workflow.benchfiles import (
     identity as bench_identity,
     run_spec as bench_run_spec,
 )
-from workflow.benchfiles import compile_flags as bench_compile_flags
-from workflow.gate import golden_input
+from workflow.suite.sharktank import compile_flags as bench_compile_flags
+from workflow.regression.gate import golden_input
 from workflow.paths import LOGS
-from workflow.resources import (
+from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
     compile_runtime_min,

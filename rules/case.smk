@@ -1,7 +1,7 @@
 # case: one JSON record per case from its stage outputs (DESIGN.md's case record).
-from workflow.gate import golden_input
+from workflow.regression.gate import golden_input
 from workflow.paths import CASE, COMPILE_DIR, EXPORT_DIR, LOGS, RUN_DIR, VERIFY_DIR
-from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule case_iree:

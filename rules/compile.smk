@@ -1,7 +1,7 @@
 # compile: iree-compile with the SKU's flags -> .vmfb, dispatch count, binary size, seconds.
-from workflow.iree import compile_flags
+from workflow.backends.iree.tools import compile_flags
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS
-from workflow.resources import compile_runtime_min, file_bytes, mem_request_mb
+from workflow.stages.resources import compile_runtime_min, file_bytes, mem_request_mb
 
 
 rule compile_iree:

@@ -1,6 +1,6 @@
 # export: torch.export -> MLIR (IREE FX importer), seeded inputs, fp32 reference, op stats.
 from workflow.paths import EXPORT_DIR, LOGS
-from workflow.resources import export_mem_mb, export_runtime_min
+from workflow.stages.resources import export_mem_mb, export_runtime_min
 
 
 rule export:

@@ -2,8 +2,8 @@
 # job fails naming every regressed case otherwise, so CI gates on
 # `snakemake results/gate.json`. results/report.json never fails for a regression.
 from workflow.paths import GATE, LOGS, REPORT
-from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
-from workflow.snakefile_support import check_goldens_or_exit
+from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.stages.plan import check_goldens_or_exit
 
 check_goldens_or_exit(SUITE)
 

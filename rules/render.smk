@@ -2,7 +2,7 @@
 # format, each rebuilt only when the report (or the measured peak) changes. Every output
 # is wrapped in report() so that `snakemake --report report.zip` shows it with a caption.
 from workflow.paths import DASHBOARD, LOGS, PEAK, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
-from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 RENDER_CATEGORY = "Reports"
 

@@ -1,8 +1,8 @@
 # report: every case record -> results/report.json (schema-validated before writing).
-from workflow.benchfiles import case_paths as bench_case_paths
+from workflow.suite.sharktank import case_paths as bench_case_paths
 from workflow.paths import LOGS, REPORT
-from workflow.snakefile_support import torch_golden_inputs
-from workflow.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.stages.plan import torch_golden_inputs
+from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule report:

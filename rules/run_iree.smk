@@ -1,6 +1,6 @@
 # run-iree: iree-benchmark-module, one fresh process per invocation (DESIGN.md protocol).
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS, RUN_DIR
-from workflow.resources import file_bytes, mem_request_mb, run_runtime_min
+from workflow.stages.resources import file_bytes, mem_request_mb, run_runtime_min
 
 
 rule run_iree:

@@ -1,7 +1,7 @@
 # run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
 # support checks, accuracy, graph statistics, then fresh-process invocations.
 from workflow.paths import LOGS, TORCH_BATCH_DIR
-from workflow.resources import torch_batch_mem_mb, torch_batch_runtime_min
+from workflow.stages.resources import torch_batch_mem_mb, torch_batch_runtime_min
 
 
 rule run_torch:

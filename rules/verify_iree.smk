@@ -1,6 +1,6 @@
 # verify-iree: iree.runtime on the saved inputs vs the fp32 eager reference.
 from workflow.paths import COMPILE_DIR, EXPORT_DIR, LOGS, VERIFY_DIR
-from workflow.resources import file_bytes, mem_request_mb, verify_runtime_min
+from workflow.stages.resources import file_bytes, mem_request_mb, verify_runtime_min
 
 
 rule verify_iree:

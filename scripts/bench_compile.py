@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.compile_module.
-from workflow.stages import compile_module
+from workflow.stages.iree import compile_module
 
 compile_module(
     mlir=snakemake.input.mlir,

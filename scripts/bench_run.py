@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `run_bench_file` -> workflow.bench_stages.run_benchmark_file.
-from workflow.bench_stages import run_benchmark_file
+from workflow.stages.sharktank import run_benchmark_file
 
 run_benchmark_file(
     vmfb=snakemake.input.vmfb,

@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `compile_iree` -> workflow.stages.compile_module.
-from workflow.stages import compile_module
+from workflow.stages.iree import compile_module
 
 compile_module(
     sku=snakemake.config["skus"][snakemake.wildcards.sku],

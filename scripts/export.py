@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `export` -> workflow.stages.export.
-from workflow.stages import export
+from workflow.stages.iree import export
 
 export(
     spec=snakemake.params.spec,

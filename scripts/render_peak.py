@@ -1,7 +1,7 @@
 # Adapter: Snakemake rule `measure_peak` -> workflow.render.files.measure_peak.
 import contextlib
 
-from workflow.render.files import measure_peak
+from workflow.stages.render import measure_peak
 
 with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
         contextlib.redirect_stderr(log):

@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `report` -> workflow.report.aggregate.
-from workflow.report import aggregate
+from workflow.records.report import aggregate
 
 aggregate(
     list(snakemake.input.cases),

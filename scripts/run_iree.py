@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `run_iree` -> workflow.stages.run_iree.
-from workflow.stages import run_iree
+from workflow.stages.iree import run_iree
 
 run_iree(
     sku=snakemake.config["skus"][snakemake.wildcards.sku],

@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `run_torch` -> workflow.torch_stage.run_torch_batch.
-from workflow.torch_stage import run_torch_batch
+from workflow.stages.torch import run_torch_batch
 
 run_torch_batch(
     cases=snakemake.params.cases,

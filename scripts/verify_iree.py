@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `verify_iree` -> workflow.stages.verify_iree.
-from workflow.stages import verify_iree
+from workflow.stages.iree import verify_iree
 
 verify_iree(
     sku=snakemake.config["skus"][snakemake.wildcards.sku],

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from workflow.accuracy import compare, pcc, sqnr_db
+from workflow.stats.accuracy import compare, pcc, sqnr_db
 
 TOL = {"rtol": 1e-3, "atol": 1e-4, "min_pcc": 0.999}
 

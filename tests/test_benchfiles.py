@@ -6,8 +6,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, tiny_suite
-from workflow import iree
-from workflow.benchfiles import (
+from workflow.backends.iree import tools as iree
+from workflow.cli.main import main
+from workflow.errors import ConfigError
+from workflow.suite.schema import validate_suite
+from workflow.suite.sharktank import (
     compile_flags,
     data_files,
     file_problems,
@@ -16,9 +19,6 @@ from workflow.benchfiles import (
     run_spec,
     select,
 )
-from workflow.cli import main
-from workflow.config import validate_suite
-from workflow.errors import ConfigError
 
 # Every field of the format's README, with a value of the documented type.
 EVERY_FIELD = {

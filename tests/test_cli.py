@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO, tiny_suite, write_suite
-from workflow.cli import main
+from workflow.cli.main import main
 
 
 def test_list_prints_every_model_with_configs(capsys):
@@ -30,6 +30,6 @@ def test_validate_reports_problems_and_exit_code(tmp_path, capsys):
 
 
 def test_console_script_runs():
-    proc = subprocess.run([sys.executable, "-m", "workflow.cli", "list"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "workflow.cli.main", "list"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0 and "transformer_block" in proc.stdout

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, tiny_suite, write_suite
-from workflow.cli import build_parser, main
-from workflow.cli_run import parse_dtype, plan_run, summary_line
+from workflow.cli.main import build_parser, main
+from workflow.cli.run import parse_dtype, plan_run, summary_line
 from workflow.errors import ConfigError
 
 
@@ -141,7 +141,7 @@ def test_unsupported_case_is_recorded_and_exits_non_zero(tmp_path, suite_file):
     script (the report step records it, no stage runs)."""
     out = tmp_path / "perf.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow.cli", "run", "-m", "linear", "-t", "-b", "iree",
+        [sys.executable, "-m", "workflow.cli.main", "run", "-m", "linear", "-t", "-b", "iree",
          "--configfile", str(suite_file), "-o", str(out), "--workdir", str(tmp_path / "w")],
         capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 1, proc.stderr

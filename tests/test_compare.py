@@ -6,9 +6,9 @@ import math
 import pytest
 
 from tests.test_goldens import BASE, make_case, make_report
-from workflow.cli import main
-from workflow.compare import compare, to_json, to_markdown
-from workflow.storage import write_json
+from workflow.cli.main import main
+from workflow.records.storage import write_json
+from workflow.regression.compare import compare, to_json, to_markdown
 
 
 def scaled(k):

@@ -4,9 +4,9 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, tiny_suite, write_suite
-from workflow.config import load_schema, validate_suite
 from workflow.errors import ConfigError
-from workflow.suite import load
+from workflow.suite.load import load
+from workflow.suite.schema import load_schema, validate_suite
 
 
 def walk(schema, path="<top>"):

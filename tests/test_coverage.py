@@ -1,8 +1,8 @@
-"""workflow.coverage: per-model ops and per-backend status from a report's cases."""
+"""workflow.render.coverage: per-model ops and per-backend status from a report's cases."""
 
 from __future__ import annotations
 
-from workflow.coverage import format_coverage, model_coverage
+from workflow.render.coverage import format_coverage, model_coverage
 
 
 def case(model, backend, status="ok", *, sku="h", workload=None, stage=None, error=None,

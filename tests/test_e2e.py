@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import DATA, snakemake, tiny_suite, write_suite
-from workflow.report import report_schema
+from workflow.records.report import report_schema
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import DATA, snakemake, write_suite
-from workflow.report import report_schema
+from workflow.records.report import report_schema
 
 pytestmark = pytest.mark.e2e
 

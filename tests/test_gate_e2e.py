@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
 from tests.test_e2e import job_counts, read_report
-from workflow.cli import main
+from workflow.cli.main import main
 
 pytestmark = pytest.mark.e2e
 

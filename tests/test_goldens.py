@@ -5,10 +5,10 @@ import json
 import jsonschema
 import pytest
 
-from workflow import gate, goldens
-from workflow.cli import main
+from workflow.cli.main import main
 from workflow.errors import ConfigError
-from workflow.storage import write_json
+from workflow.records.storage import write_json
+from workflow.regression import gate, goldens
 
 
 def make_case(cid: str, medians, *, status="ok", dispatch=2, size=10_000, noisy=False,
@@ -234,7 +234,7 @@ def test_gate_rule_writes_its_json_only_when_nothing_regressed(tmp_path):
 def test_golden_section_is_a_complete_record_golden(tmp_path):
     from dataclasses import fields
 
-    from workflow.record import Golden
+    from workflow.records.case import Golden
 
     names = {f.name for f in fields(Golden)}
     section = gate.golden_section(make_case("host/iree/a/baseline", BASE), [], None)

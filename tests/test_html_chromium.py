@@ -20,8 +20,8 @@ import pytest
 from tests import chromium
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from tests.render_data import PEAK, iree_report, with_synthetic_verdicts
+from workflow.records.report import report_schema
 from workflow.render import dashboard, html
-from workflow.report import report_schema
 
 ARTIFACTS = REPO / "artifacts"
 

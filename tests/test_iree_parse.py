@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.conftest import DATA
-from workflow import iree
+from workflow.backends.iree import tools as iree
 
 
 def real_output() -> str:

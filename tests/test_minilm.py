@@ -69,7 +69,7 @@ def test_padding_mask_matches_transformers_own_mask():
 def test_iree_and_inductor_match_eager(tmp_path):
     import torch
 
-    from workflow.verify import run_module
+    from workflow.backends.iree.verify import run_module
 
     suite = {
         "suite_name": "minilm",

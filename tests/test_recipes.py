@@ -4,7 +4,8 @@ import pytest
 
 from tests.conftest import tiny_suite, write_suite
 from workflow.errors import ConfigError
-from workflow.recipes import (
+from workflow.suite.load import load
+from workflow.suite.recipes import (
     Device,
     device_reason,
     layer_reason,
@@ -12,7 +13,6 @@ from workflow.recipes import (
     static_reason,
     torchao_config,
 )
-from workflow.suite import load
 
 CPU = Device("cpu")
 H100 = Device("cuda", (9, 0))

@@ -17,7 +17,8 @@ from tests.render_data import (
     with_synthetic_verdicts,
 )
 from workflow.render import common as c
-from workflow.render import csv_report, peak
+from workflow.backends import peak
+from workflow.render import csv_report
 
 
 def csv_rows(report: dict, peak_info=PEAK) -> pd.DataFrame:
@@ -114,7 +115,7 @@ def test_peak_is_the_best_measured_matmul():
 
 
 def test_the_fixtures_are_reports_the_aggregation_would_write():
-    from workflow.report import validate_report
+    from workflow.records.report import validate_report
 
     validate_report(iree_report())
     validate_report(torch_report())

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
-from workflow import resources as r
 from workflow.models.registry import get_model
-from workflow.suite import Workload
+from workflow.stages import resources as r
+from workflow.suite.load import Workload
 
 MIB = 1 << 20
 

@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from workflow.results_file import KIND, ResultsFileError, append_records, read_results
+from workflow.records.results_file import KIND, ResultsFileError, append_records, read_results
 
 
 def rec(i: int, writer: int = 0) -> dict:

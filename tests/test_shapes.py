@@ -2,7 +2,7 @@
 
 import pytest
 
-from workflow.shapes import generate, generate_all
+from workflow.suite.shapes import generate, generate_all
 
 
 def shapes(spec):

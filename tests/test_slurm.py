@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_suite
-from workflow.resources import (
+from workflow.stages.resources import (
     compile_runtime_min,
     export_mem_mb,
     export_runtime_min,
@@ -34,7 +34,7 @@ from workflow.resources import (
     mem_request_mb,
     run_runtime_min,
 )
-from workflow.suite import load
+from workflow.suite.load import load
 
 pytestmark = pytest.mark.slurm
 

@@ -1,4 +1,4 @@
-from workflow.speedup import fill_speedups
+from workflow.stats.speedup import fill_speedups
 
 
 def case(backend, recipe, ms, workload="w", status="ok"):

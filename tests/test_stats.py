@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from workflow import stats
+from workflow.stats import summary as stats
 
 
 def test_median_and_percentile_match_numpy_definitions():

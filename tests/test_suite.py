@@ -5,7 +5,7 @@ import pytest
 from tests.conftest import tiny_suite, write_suite
 from workflow.errors import ConfigError
 from workflow.paths import case_path
-from workflow.suite import load
+from workflow.suite.load import load
 
 
 def test_expansion_is_the_cross_product(tmp_path):

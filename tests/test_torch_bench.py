@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
-from workflow.snakefile_support import torch_batch_plan
-from workflow.suite import load
-from workflow.torch_bench import characterize, time_case
-from workflow.torch_stage import run_pass, run_torch_batch
+from workflow.backends.torch.worker import characterize, time_case
+from workflow.stages.plan import torch_batch_plan
+from workflow.stages.torch import run_pass, run_torch_batch
+from workflow.suite.load import load
 
 MEASURE = {"invocations": 2, "repetitions": 3, "min_warmup_time_s": 0.05, "min_time_s": 0.01,
            "noisy_cv": 10.0, "rerun_noisy": False, "torch_warmup_calls": 2,

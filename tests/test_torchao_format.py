@@ -5,7 +5,7 @@ import yaml
 
 from tests.conftest import DATA
 from workflow.errors import ConfigError
-from workflow.suite import load
+from workflow.suite.load import load
 
 TORCHAO_FILE = DATA / "torchao_microbenchmark.yml"
 

@@ -3,9 +3,9 @@
 import jsonschema
 import pytest
 
-from workflow.record import Golden
-from workflow.report import report_schema
-from workflow.verdict import (
+from workflow.records.case import Golden
+from workflow.records.report import report_schema
+from workflow.stats.verdict import (
     GoldenRef,
     Settings,
     count_verdict,

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+# The checkout that holds the Snakefile, config/ and benchmarks/ (workflow/ is in it).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
 RESULTS = "results"
 LOGS = "logs"
 

@@ -37,9 +37,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from workflow import goldens  # noqa: E402
-from workflow.storage import read_json  # noqa: E402
-from workflow.verdict import GoldenRef, Settings, judge  # noqa: E402
+from workflow.records.storage import read_json  # noqa: E402
+from workflow.regression import goldens  # noqa: E402
+from workflow.stats.verdict import GoldenRef, Settings, judge  # noqa: E402
 
 TOLERANCE = 1.10
 MEASUREMENT = {"invocations": 5, "repetitions": 5, "min_warmup_time_s": 0.1,

@@ -128,7 +128,7 @@ class Index:
         return self.median(case, backend=EAGER)
 
     def speedups(self, case: dict) -> dict[str, float | None]:
-        """Ratios of medians (> 1: this case is faster), as workflow.speedup defines them:
+        """Ratios of medians (> 1: this case is faster), as workflow.stats.speedup defines them:
         vs_baseline for recipes other than baseline, vs_eager for backends other than
         torch-eager. The record's own values win; a report aggregated before they were
         filled gets them derived here from the siblings' medians, the same way."""

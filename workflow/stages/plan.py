@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 
-from workflow.config import DEFAULT_CONFIG
 from workflow.errors import ConfigError
-from workflow.suite import Suite, load
+from workflow.suite.load import Suite, load
+from workflow.suite.schema import DEFAULT_CONFIG
 
 
 def load_suite_or_exit(cli_configfiles, cli_overrides) -> Suite:
@@ -32,7 +32,7 @@ def _refuse(what: str, problems: list[str]) -> None:
 
 def check_goldens_or_exit(suite: Suite) -> None:
     """A broken golden file refuses the run before any job, like a broken suite."""
-    from workflow.goldens import check_dir
+    from workflow.regression.goldens import check_dir
 
     problems = check_dir(suite.config["goldens"]["dir"], suite.config["skus"])
     if problems:
@@ -42,7 +42,7 @@ def check_goldens_or_exit(suite: Suite) -> None:
 def torch_golden_inputs(suite: Suite) -> list[str]:
     """Golden files of the SKUs with torch cases: the report step judges those cases
     (cheap) instead of their batch jobs, so blessing goldens never re-measures."""
-    from workflow.gate import golden_input
+    from workflow.regression.gate import golden_input
 
     skus = sorted({key[0] for key in suite.torch_batches})
     return [g for sku in skus for g in golden_input(suite.config["goldens"]["dir"], sku)]

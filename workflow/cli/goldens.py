@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workflow.storage import read_json
+from workflow.paths import REPO_ROOT
+from workflow.records.storage import read_json
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
-    from workflow import goldens
+    from workflow.regression import goldens
 
     # Several reports: the last is the newest; the others' invocation medians are pooled.
     *earlier_paths, newest = args.report
@@ -48,14 +49,14 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace):
-    from workflow.verdict import Settings
+    from workflow.stats.verdict import Settings
 
     return Settings(tolerance=args.tolerance, size_tolerance=args.size_tolerance,
                     p_value=args.p_value)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from workflow import compare
+    from workflow.regression import compare
 
     result = compare.compare(read_json(args.base), read_json(args.new), _settings(args))
     if args.format == "json":
@@ -68,7 +69,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from workflow import gate
+    from workflow.regression import gate
 
     report = read_json(args.report)
     if args.goldens:
@@ -85,8 +86,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_benchmarks(args: argparse.Namespace) -> int:
     """Lists (or runs) the benchmark files a suite selects, with sharktank's options."""
-    from workflow.benchfiles import attach
-    from workflow.suite import load
+    from workflow.suite.load import load
+    from workflow.suite.sharktank import attach
 
     override = {k: v for k, v in {
         "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
@@ -101,8 +102,7 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
     if not args.run:
         return 0
     # Snakemake parses --config values as YAML with strings only; JSON is such YAML.
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(Path(__file__).parent.parent /
-                                                        "Snakefile"),
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
            "--cores", str(args.cores), args.target]
     for f in args.configfile or []:
         cmd += ["--configfile", str(f)]
@@ -115,7 +115,7 @@ def cmd_benchmarks(args: argparse.Namespace) -> int:
 
 
 def _gate_options(p: argparse.ArgumentParser) -> None:
-    from workflow.verdict import Settings
+    from workflow.stats.verdict import Settings
 
     d = Settings()
     p.add_argument("--tolerance", type=float, default=d.tolerance,
@@ -127,7 +127,7 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(sub) -> None:
-    from workflow.goldens import DEFAULT_GRANULARITY
+    from workflow.regression.goldens import DEFAULT_GRANULARITY
 
     p = sub.add_parser("bless", help="write goldens from a report (dry run without --yes)")
     p.add_argument("--report", required=True, type=Path, nargs="+",

@@ -17,7 +17,7 @@ BENCHMARK_MARKERS = ("function_run", "inputs", "golden_time_ms", "golden_dispatc
 
 
 def kind_of(data) -> str:
-    from workflow.goldens import KIND
+    from workflow.regression.goldens import KIND
 
     if isinstance(data, dict) and data.get("kind") == KIND:
         return "goldens"
@@ -37,11 +37,11 @@ def file_problems(path: str | Path) -> list[str] | None:
         return None  # the suite loader reports it, with its line
     kind = kind_of(data)
     if kind == "goldens":
-        from workflow.goldens import problems_of
+        from workflow.regression.goldens import problems_of
 
         return problems_of(data, str(path))
     if kind == "benchmark":
-        from workflow.benchfiles import load_file
+        from workflow.suite.sharktank import load_file
 
         try:
             load_file(path)

@@ -17,11 +17,11 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from workflow import stats
-from workflow.config import schema_problems
 from workflow.errors import ConfigError
-from workflow.storage import write_json
-from workflow.verdict import GoldenRef
+from workflow.records.storage import write_json
+from workflow.stats import summary as stats
+from workflow.stats.verdict import GoldenRef
+from workflow.suite.schema import schema_problems
 
 KIND = "benchflow-goldens"
 SCHEMA_VERSION = "1.0"

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow import iree, stats
-from workflow.accuracy import compare
+from workflow.backends.iree import tools as iree
+from workflow.backends.proc import first_lines, run_python, run_tool, tool_path
 from workflow.errors import StageError
 from workflow.models.registry import tolerance_for
-from workflow.proc import first_lines, run_python, run_tool, tool_path
-from workflow.storage import read_json, touch_empty, write_json
+from workflow.records.storage import read_json, touch_empty, write_json
+from workflow.stats import summary as stats
+from workflow.stats.accuracy import compare
 
 
 def now_iso() -> str:
@@ -69,7 +70,8 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
     def body():
         with tempfile.TemporaryDirectory() as tmp:
             side = Path(tmp) / "export.json"
-            run_python("workflow.export", [json.dumps(spec), mlir, inputs, reference, str(side)],
+            run_python("workflow.backends.iree.export",
+                       [json.dumps(spec), mlir, inputs, reference, str(side)],
                        stage="export", timeout=timeout, log=log)
             return {**read_json(side), "spec": spec, "dtype": spec["dtype"]}
 
@@ -163,7 +165,8 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
         tolerance = tolerance_for(read_json(export_meta)["spec"], tolerances)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "outputs.npz"
-            run_python("workflow.verify", [vmfb, inputs, sku["iree"]["device"], str(out)],
+            run_python("workflow.backends.iree.verify",
+                       [vmfb, inputs, sku["iree"]["device"], str(out)],
                        stage="verify", timeout=timeout, log=log)
             with np.load(out) as got, np.load(reference) as ref:
                 n = len([k for k in ref.files if k.startswith("out")])
@@ -182,8 +185,8 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
 
 def case_iree(*, identity: dict, sku: dict, export: str, compiled: str, run: str, verify: str,
               case: str, goldens: str | list | None = None, gate: dict | None = None) -> dict:
-    from workflow.gate import golden_section
-    from workflow.record import Golden, build_iree_case
+    from workflow.records.case import Golden, build_iree_case
+    from workflow.regression.gate import golden_section
 
     rec = build_iree_case(identity, sku, read_json(export), read_json(compiled), read_json(run),
                           read_json(verify))

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from workflow import stats
-from workflow.proc import first_lines
-from workflow.record import build_torch_case
-from workflow.storage import write_json
+from workflow.backends.proc import first_lines
+from workflow.records.case import build_torch_case
+from workflow.records.storage import write_json
+from workflow.stats import summary as stats
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
@@ -61,7 +61,7 @@ def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None)
     on, why)."""
     err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workflow.torch_bench", plan_file, pass_name],
+        [sys.executable, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
         stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)

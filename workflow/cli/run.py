@@ -80,16 +80,16 @@ class RunPlan:
 
 
 def _training_available() -> bool:
-    from workflow.config import load_schema
+    from workflow.suite.schema import load_schema
 
     return "modes" in load_schema()["$defs"]["workload"]["properties"]
 
 
 def plan_run(args: argparse.Namespace) -> RunPlan:
     """The one-case suite for the options; raises ConfigError naming every problem."""
-    from workflow.config import validate_suite
     from workflow.models.registry import all_models
-    from workflow.suite import expand, load
+    from workflow.suite.load import expand, load
+    from workflow.suite.schema import validate_suite
 
     models = all_models()
     spec = models.get(args.model)
@@ -144,8 +144,8 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
 
 
 def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
-    from workflow.config import REPO_ROOT
     from workflow.paths import REPORT
+    from workflow.suite.schema import REPO_ROOT
 
     return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
             "--directory", str(plan.workdir), "--configfile", str(suite_file),
@@ -180,12 +180,12 @@ def summary_line(rec: dict) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if args.list:
-        from workflow.cli import cmd_list
+        from workflow.cli.main import cmd_list
 
         return cmd_list(argparse.Namespace(configfile=args.configfile, cases=False))
     if not args.model:
         raise ConfigError([f"{SOURCE}: -m MODEL is required (`benchflow list` prints them)"])
-    from workflow.results_file import ResultsFileError, append_records, read_results
+    from workflow.records.results_file import ResultsFileError, append_records, read_results
 
     if args.output:
         # Refuse an unusable OUT.json before minutes of benchmarking, not after.
@@ -209,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     from workflow.paths import REPORT
-    from workflow.storage import read_json
+    from workflow.records.storage import read_json
 
     report = read_json(plan.workdir / REPORT)
     records = [c for c in report["cases"] if c["id"] == plan.case.id]

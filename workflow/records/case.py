@@ -220,7 +220,7 @@ def _throughput(median_ms: float, flops: float | None) -> Throughput:
 def build_torch_case(identity: dict, sku: dict, char: dict, samples: list[dict],
                      failure: str | None, noisy_reruns: int = 0) -> CaseRecord:
     """A torch case from its characterize result and its invocations' samples."""
-    from workflow import stats
+    from workflow.stats import summary as stats
 
     rec = CaseRecord(**_identity(identity), status="ok", stage=None, error=None,
                      provenance={"host": socket.gethostname(),

@@ -9,10 +9,10 @@ from importlib import resources
 
 import jsonschema
 
-from workflow import provenance
-from workflow.record import SCHEMA_VERSION
-from workflow.speedup import fill_speedups
-from workflow.storage import read_json, write_json
+from workflow.records import provenance
+from workflow.records.case import SCHEMA_VERSION
+from workflow.records.storage import read_json, write_json
+from workflow.stats.speedup import fill_speedups
 
 
 @cache
@@ -53,7 +53,7 @@ def collect_cases(case_paths: list[str], batch_dirs: list[str], unsupported: lis
     unsupported while planning (recorded, never dropped)."""
     from pathlib import Path
 
-    from workflow.record import unsupported_case
+    from workflow.records.case import unsupported_case
 
     cases = [read_json(p) for p in case_paths]
     by_sku = {Path(g).stem: g for g in golden_files}
@@ -61,7 +61,7 @@ def collect_cases(case_paths: list[str], batch_dirs: list[str], unsupported: lis
         for p in sorted(Path(d, "cases").glob("*.json")):
             case = read_json(p)
             if gate is not None:
-                from workflow.gate import golden_section
+                from workflow.regression.gate import golden_section
 
                 case["golden"] = golden_section(case, by_sku.get(case["sku"]), gate)
             cases.append(case)

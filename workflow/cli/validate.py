@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow.errors import ConfigError
-from workflow.suite import load
+from workflow.suite.load import load
 
 
 def validate_files(files: list[str | Path]) -> list[str]:
-    from workflow.filekinds import file_problems
+    from workflow.cli.filekinds import file_problems
 
     problems: list[str] = []
     for f in files:

@@ -136,7 +136,7 @@ def format_coverage(cov: dict, ops: bool = False) -> str:
 def cmd_coverage(args: argparse.Namespace) -> int:
     import sys
 
-    from workflow.storage import read_json
+    from workflow.records.storage import read_json
 
     try:
         report = read_json(args.report)

@@ -1,7 +1,7 @@
 """Verify stage's runner (a child process): runs a compiled module once on
 iree.runtime with the saved inputs and saves its outputs.
 
-    python -m workflow.verify VMFB INPUTS_NPZ DEVICE OUTPUTS_NPZ
+    python -m workflow.backends.iree.verify VMFB INPUTS_NPZ DEVICE OUTPUTS_NPZ
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
-from workflow.render import csv_report, dashboard, html, markdown, peak
-from workflow.storage import read_json, write_json, write_text
+from workflow.backends import peak
+from workflow.records.storage import read_json, write_json, write_text
+from workflow.render import csv_report, dashboard, html, markdown
 
 
 def _peak(path: str | None) -> dict | None:

@@ -22,7 +22,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from workflow.record import SCHEMA_VERSION
+from workflow.records.case import SCHEMA_VERSION
 
 KIND = "benchflow-results"
 

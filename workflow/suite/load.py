@@ -12,12 +12,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workflow import shapes as shape_generators
-from workflow.config import read_yaml, validate_suite
 from workflow.errors import ConfigError
 from workflow.models.registry import all_models
-from workflow.recipes import parse, static_reason
-from workflow.torchao_format import translate_model_params
+from workflow.suite import shapes as shape_generators
+from workflow.suite.recipes import parse, static_reason
+from workflow.suite.schema import read_yaml, validate_suite
+from workflow.suite.torchao import translate_model_params
 
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 IREE = "iree"
@@ -253,7 +253,7 @@ def _batch_torch_cases(suite: Suite) -> None:
 
 def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -> Suite:
     """Loads, merges (later files win, as Snakemake's --configfile), validates and expands."""
-    from workflow.config import DEFAULT_CONFIG, deep_merge
+    from workflow.suite.schema import DEFAULT_CONFIG, deep_merge
 
     paths = [Path(p) for p in (paths or [DEFAULT_CONFIG])]
     raw: dict = {}

@@ -22,8 +22,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from workflow.config import REPO_ROOT, key_path, schema_problems
 from workflow.errors import ConfigError
+from workflow.suite.schema import REPO_ROOT, key_path, schema_problems
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Devices each IREE target backend of a SKU can run; a file for another device is skipped.
@@ -323,7 +323,7 @@ def _add_modules(sel: Selection) -> list[str]:
 
 def compile_flags(f: BenchmarkFile, sku: dict) -> list[str]:
     """The SKU's target flags (and its own extra flags), then the file's compile_flags."""
-    from workflow.iree import compile_flags as sku_flags
+    from workflow.backends.iree.tools import compile_flags as sku_flags
 
     return [*sku_flags(sku, input_type=INPUT_TYPE), *f.data.get("compile_flags", [])]
 

@@ -1,6 +1,6 @@
 """Torch measurements, run in a fresh worker process per pass (see torch_stage.py).
 
-    python -m workflow.torch_bench PLAN_JSON characterize|time
+    python -m workflow.backends.torch.worker PLAN_JSON characterize|time
 
 A plan is a batch of cases sharing SKU, backend and recipe. Each case prints a "start"
 line, then a "result" line, as JSON on stdout, so that the parent can enforce a
@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 
 from workflow.models.registry import get_model, load_model_files, tolerance_for
-from workflow.recipes import Device, device_reason, layer_reason, parse, torchao_config
+from workflow.suite.recipes import Device, device_reason, layer_reason, parse, torchao_config
 
 
 class Unsupported(Exception):
@@ -116,13 +116,13 @@ class Prepared:
 
 
 def _first_tensor(out):
-    from workflow.export import tensor_leaves
+    from workflow.backends.iree.export import tensor_leaves
 
     return tensor_leaves(out)[0]
 
 
 def _numpy_outputs(out) -> list:
-    from workflow.export import tensor_leaves, to_numpy
+    from workflow.backends.iree.export import tensor_leaves, to_numpy
 
     return [to_numpy(t) for t in tensor_leaves(out)]
 
@@ -152,7 +152,7 @@ def graph_stats_compiled(prepared: Prepared) -> dict:
     graph and graph-break counts (torch._dynamo.explain)."""
     import torch
 
-    from workflow.export import graph_stats
+    from workflow.backends.iree.export import graph_stats
 
     stats: dict = {"aten_ops": 0, "aten_ops_unique": 0, "op_histogram": {},
                    "graph_breaks": None, "graph_count": None}
@@ -174,7 +174,7 @@ def graph_stats_compiled(prepared: Prepared) -> dict:
 def characterize(case: dict, backend: dict, plan: dict) -> dict:
     import torch
 
-    from workflow.accuracy import compare, sqnr_db
+    from workflow.stats.accuracy import compare, sqnr_db
 
     w = case["workload"]
     load_model_files(w.get("model_modules", []))

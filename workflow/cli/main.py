@@ -9,9 +9,9 @@ from workflow.errors import ConfigError
 
 # Modules that add subcommands (see build_parser); append one line per module.
 COMMAND_MODULES: list[str] = [
-    "workflow.cli_run",
-    "workflow.coverage",
-    "workflow.cli_goldens",
+    "workflow.cli.run",
+    "workflow.render.coverage",
+    "workflow.cli.goldens",
 ]
 
 
@@ -26,8 +26,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"  {name}: {', '.join(spec.configs)}; "
               f"{list(spec.default_shape)} {spec.shape_doc}{layers}; {spec.description}{note}")
     # SKUs, backends and recipes of the default suite unless --configfile names others.
-    from workflow.recipes import RECIPE_HELP
-    from workflow.suite import load
+    from workflow.suite.load import load
+    from workflow.suite.recipes import RECIPE_HELP
 
     suite = load(args.configfile)
     print(f"skus ({suite.source}):")
@@ -43,7 +43,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from workflow.validate import validate_files
+    from workflow.cli.validate import validate_files
 
     problems = validate_files(args.files)
     for p in problems:

@@ -3,9 +3,9 @@ stages.compile_module with the file's flags). Failures are data, as in stages.py
 
 from __future__ import annotations
 
-from workflow import iree, stages
-from workflow.proc import tool_path
-from workflow.record import (
+from workflow.backends.iree import tools as iree
+from workflow.backends.proc import tool_path
+from workflow.records.case import (
     CaseRecord,
     Compile,
     Golden,
@@ -15,7 +15,8 @@ from workflow.record import (
     _pick,
     case_provenance,
 )
-from workflow.storage import read_json, write_json
+from workflow.records.storage import read_json, write_json
+from workflow.stages import iree as stages
 
 
 def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, timeout: float,
@@ -66,7 +67,7 @@ def case_benchmark_file(*, identity: dict, sku: dict, compiled: str, run: str, c
                         goldens: str | list | None = None) -> dict:
     """The case record of a benchmark file on a SKU, judged against the SKU's golden
     file when it has an entry, else against the file's own goldens."""
-    from workflow.gate import golden_section
+    from workflow.regression.gate import golden_section
 
     rec = build_case(identity, sku, read_json(compiled), read_json(run), provenance)
     rec.golden = Golden(**golden_section(rec.to_dict(), goldens, gate, file_goldens,

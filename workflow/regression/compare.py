@@ -13,7 +13,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
-from workflow.verdict import GoldenRef, Settings, time_verdict
+from workflow.stats.verdict import GoldenRef, Settings, time_verdict
 
 REGRESSED, IMPROVED, SIMILAR = "Regressed", "Improved", "Similar"
 

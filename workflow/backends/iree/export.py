@@ -1,7 +1,7 @@
 """Export stage (runs in a child process): torch.export, MLIR through IREE's FX
 importer, seeded inputs, fp32 eager reference outputs and aten op statistics.
 
-    python -m workflow.export SPEC_JSON MLIR INPUTS_NPZ REFERENCE_NPZ META_JSON
+    python -m workflow.backends.iree.export SPEC_JSON MLIR INPUTS_NPZ REFERENCE_NPZ META_JSON
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 
 from workflow.models.registry import get_model, load_model_files
-from workflow.storage import write_json
+from workflow.records.storage import write_json
 
 
 def make_buffers_persistent(module) -> int:

@@ -18,8 +18,8 @@ import jsonschema
 import yaml
 
 from workflow.errors import ConfigError
+from workflow.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
 
@@ -141,7 +141,7 @@ def suite_schema() -> dict:
         rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
                       "then": then})
     workload["allOf"] = rules
-    from workflow.recipes import RECIPE_HELP, RECIPE_PATTERN
+    from workflow.suite.recipes import RECIPE_HELP, RECIPE_PATTERN
 
     schema["$defs"]["recipe_name"].update({"pattern": RECIPE_PATTERN, "x-expected": RECIPE_HELP})
     return schema

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow import goldens, verdict
-from workflow.storage import read_json, write_json
+from workflow.records.storage import read_json, write_json
+from workflow.regression import goldens
+from workflow.stats import verdict
 
 
 def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict | None,
@@ -23,7 +24,7 @@ def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict
     verdict leaves open at their defaults, so that it is complete wherever it is used."""
     from dataclasses import asdict
 
-    from workflow.record import Golden
+    from workflow.records.case import Golden
 
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
         golden_file = golden_file[0] if golden_file else None
@@ -44,7 +45,7 @@ def file_goldens_of(case: dict) -> tuple[dict | None, str | None]:
     path, key = prov.get("benchmark_file"), prov.get("golden_key")
     if not path or not Path(path).exists():
         return None, None
-    from workflow.benchfiles import load_file
+    from workflow.suite.sharktank import load_file
 
     return load_file(path).goldens(key), path
 
