@@ -22,6 +22,7 @@ report: setup
 # and is skipped with its reason elsewhere.
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/snakemake --lint
 	$(BIN)/pytest -q
 	$(BIN)/pytest -q -m slurm
 

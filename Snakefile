@@ -1,18 +1,29 @@
 # benchflow: model x config x dtype x SKU x backend x recipe benchmarks.
 # The rules say what is built from what; workflow/ says how. In this file the global
 # name `workflow` is Snakemake's object, so the package is only ever from-imported.
-from workflow.paths import REPORT, case_path, torch_batch_dir
-from workflow.paths import DASHBOARD, REPORT_CSV, REPORT_HTML, REPORT_MD
+import sys
+
+from workflow.paths import DASHBOARD, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.stages.plan import (
-    load_suite_or_exit,
+    Refused,
+    attach_benchmark_files,
+    check_goldens,
+    load_suite,
     package_version,
-    torch_batch_plan,
-    unsupported_plan,
 )
 
 # The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
-# validated against config/schema.yaml before any job is scheduled.
-SUITE = load_suite_or_exit(workflow.overwrite_configfiles, workflow.config_settings.config)
+# validated against config/schema.yaml before any job is scheduled, with the benchmark
+# files it selects (BENCH, rules/bench_files.smk) and the golden files it is judged by.
+# A problem in any of them refuses the run here: every problem on its own line, no
+# traceback, no job.
+try:
+    SUITE = load_suite(workflow.overwrite_configfiles, workflow.config_settings.config)
+    BENCH = attach_benchmark_files(SUITE)
+    check_goldens(SUITE)
+except Refused as refusal:
+    print(refusal, file=sys.stderr)
+    sys.exit(1)
 # Scripts read settings that must not invalidate results (timeouts) from here.
 config.clear()
 config.update(SUITE.config)
@@ -45,6 +56,9 @@ wildcard_constraints:
 localrules: all
 
 
+# The other rules are in rules/*.smk. Each of those files imports what it uses and reads
+# only the shared objects defined above (SUITE, BENCH, the tool versions, BENCH_THREADS),
+# so they may be included in any order.
 rule all:
     input:
         REPORT,

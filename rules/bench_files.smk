@@ -1,19 +1,19 @@
 # bench-files: IREE sharktank-format benchmark files (benchmarks/<model>/<name>_<backend>.json).
 # Each selected file x SKU: compile its MLIR with the SKU's target flags plus the file's
 # flags, time it with its function, inputs and weights, then a case record judged
-# against the goldens. Selection: the suite's `benchmark_files` (workflow/benchfiles.py).
-from workflow.suite.sharktank import (
+# against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by the
+# Snakefile (workflow.stages.plan.attach_benchmark_files).
+from workflow.paths import (
     BF_CASE,
-    BF_COMPILE,
-    BF_RUN,
-    attach_or_exit,
-    data_files as bench_data_files,
-    identity as bench_identity,
-    run_spec as bench_run_spec,
+    BF_CASE_LOG,
+    BF_COMPILE_LOG,
+    BF_COMPILE_META,
+    BF_COMPILE_VMFB,
+    BF_RUN_LOG,
+    BF_RUN_TIMING,
 )
-from workflow.suite.sharktank import compile_flags as bench_compile_flags
 from workflow.regression.gate import golden_input
-from workflow.paths import LOGS
+from workflow.stages.plan import bench_identity, bench_module_files, bench_provenance
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
@@ -22,35 +22,25 @@ from workflow.stages.resources import (
     mem_request_mb,
     run_runtime_min,
 )
-
-BENCH = attach_or_exit(SUITE)
-
-
-def _bench_modules(wc, what):
-    """The compiled modules (or their stage JSONs) a pipeline benchmark loads first."""
-    return [BF_COMPILE.format(sku=wc.sku, benchmark=m) + "/" + what
-            for m in BENCH.module_ids(wc.benchmark)]
-
-
-def _bench_provenance(wc):
-    f = BENCH.file(wc.benchmark)
-    return {"benchmark_file": str(f.path), "golden_key": BENCH.golden_key(wc.sku),
-            "iree_device": f.data["device"],
-            "compiled_file_name": f.data.get("compiled_file_name")}
+from workflow.suite.sharktank import compile_flags as bench_compile_flags
+from workflow.suite.sharktank import data_files as bench_data_files
+from workflow.suite.sharktank import run_spec as bench_run_spec
 
 
 rule compile_bench_file:
     input:
         mlir=lambda wc: str(BENCH.file(wc.benchmark).mlir),
     output:
-        vmfb=BF_COMPILE + "/module.vmfb",
-        meta=BF_COMPILE + "/compile.json",
+        vmfb=BF_COMPILE_VMFB,
+        meta=BF_COMPILE_META,
     params:
         # Not the file itself: blessing its goldens must not recompile it.
         flags=lambda wc: bench_compile_flags(BENCH.file(wc.benchmark), SUITE.sku(wc.sku)),
         compiler_version=IREE_COMPILER_VERSION,
     log:
-        LOGS + "/bench_files/compile/{sku}/{benchmark}.log",
+        BF_COMPILE_LOG,
+    conda:
+        "../envs/benchflow.yaml"
     wildcard_constraints:
         benchmark=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+",
     threads: 1
@@ -64,19 +54,23 @@ rule compile_bench_file:
 
 rule run_bench_file:
     input:
-        vmfb=BF_COMPILE + "/module.vmfb",
-        compile_meta=BF_COMPILE + "/compile.json",
-        modules=lambda wc: _bench_modules(wc, "module.vmfb"),
-        module_metas=lambda wc: _bench_modules(wc, "compile.json"),
+        vmfb=BF_COMPILE_VMFB,
+        compile_meta=BF_COMPILE_META,
+        # A pipeline benchmark loads other files' compiled modules first.
+        modules=lambda wc: bench_module_files(BENCH, wc.sku, wc.benchmark, BF_COMPILE_VMFB),
+        module_metas=lambda wc: bench_module_files(BENCH, wc.sku, wc.benchmark,
+                                                   BF_COMPILE_META),
         data=lambda wc: bench_data_files(BENCH.file(wc.benchmark)),
     output:
-        timing=BF_RUN + "/timing.json",
+        timing=BF_RUN_TIMING,
     params:
         spec=lambda wc: bench_run_spec(BENCH.file(wc.benchmark), SUITE.sku(wc.sku)),
         topology=lambda wc: SUITE.sku(wc.sku)["iree"]["task_topology_max_group_count"],
         runtime_version=IREE_RUNTIME_VERSION,
     log:
-        LOGS + "/bench_files/run/{sku}/{benchmark}.log",
+        BF_RUN_LOG,
+    conda:
+        "../envs/benchflow.yaml"
     wildcard_constraints:
         benchmark=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+",
     # Timing jobs never overlap each other nor any other job (see Snakefile).
@@ -92,21 +86,21 @@ rule run_bench_file:
 
 rule case_bench_file:
     input:
-        compiled=BF_COMPILE + "/compile.json",
-        run=BF_RUN + "/timing.json",
+        compiled=BF_COMPILE_META,
+        run=BF_RUN_TIMING,
         goldens=lambda wc: golden_input(SUITE.config["goldens"]["dir"], wc.sku),
     output:
         case=BF_CASE,
     params:
-        identity=lambda wc: bench_identity(next(c for c in BENCH.cases
-                                                if c.sku == wc.sku
-                                                and c.benchmark == wc.benchmark)),
-        provenance=_bench_provenance,
+        identity=lambda wc: bench_identity(BENCH, wc.sku, wc.benchmark),
+        provenance=lambda wc: bench_provenance(BENCH, wc.sku, wc.benchmark),
         # The file's goldens as params: blessing them reruns only this step.
         file_goldens=lambda wc: BENCH.file(wc.benchmark).goldens(BENCH.golden_key(wc.sku)),
         gate=SUITE.config["goldens"],
     log:
-        LOGS + "/bench_files/cases/{sku}/{benchmark}.log",
+        BF_CASE_LOG,
+    conda:
+        "../envs/benchflow.yaml"
     wildcard_constraints:
         benchmark=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+",
     localrule: True

@@ -1,7 +1,17 @@
 # render: results/report.json -> the reports people read (workflow.render), one rule per
 # format, each rebuilt only when the report (or the measured peak) changes. Every output
 # is wrapped in report() so that `snakemake --report report.zip` shows it with a caption.
-from workflow.paths import DASHBOARD, LOGS, PEAK, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+# One adapter, scripts/render.py, runs them all: it calls the function of
+# workflow.stages.render that has the rule's name.
+from workflow.paths import (
+    DASHBOARD,
+    PEAK,
+    REPORT,
+    REPORT_CSV,
+    REPORT_HTML,
+    REPORT_MD,
+    render_log,
+)
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 RENDER_CATEGORY = "Reports"
@@ -13,14 +23,16 @@ rule measure_peak:
     output:
         peak=PEAK,
     log:
-        LOGS + "/render/peak.log",
+        render_log("peak"),
+    conda:
+        "../envs/benchflow.yaml"
     threads: BENCH_THREADS
     resources:
         bench_slot=1,
         mem_mb=1024,
         runtime=LOCAL_RUNTIME_MIN,
     script:
-        "../scripts/render_peak.py"
+        "../scripts/render.py"
 
 
 rule render_markdown:
@@ -30,14 +42,16 @@ rule render_markdown:
         md=report(REPORT_MD, caption="../report/markdown.rst", category=RENDER_CATEGORY,
                   labels={"format": "Markdown", "content": "coverage table"}),
     log:
-        LOGS + "/render/markdown.log",
+        render_log("markdown"),
+    conda:
+        "../envs/benchflow.yaml"
     localrule: True
     threads: 1
     resources:
         mem_mb=LOCAL_MEM_MB,
         runtime=LOCAL_RUNTIME_MIN,
     script:
-        "../scripts/render_markdown.py"
+        "../scripts/render.py"
 
 
 rule render_csv:
@@ -48,14 +62,16 @@ rule render_csv:
         csv=report(REPORT_CSV, caption="../report/csv.rst", category=RENDER_CATEGORY,
                    labels={"format": "CSV", "content": "one row per case"}),
     log:
-        LOGS + "/render/csv.log",
+        render_log("csv"),
+    conda:
+        "../envs/benchflow.yaml"
     localrule: True
     threads: 1
     resources:
         mem_mb=LOCAL_MEM_MB,
         runtime=LOCAL_RUNTIME_MIN,
     script:
-        "../scripts/render_csv.py"
+        "../scripts/render.py"
 
 
 rule render_dashboard:
@@ -67,14 +83,16 @@ rule render_dashboard:
                          category=RENDER_CATEGORY,
                          labels={"format": "JSON", "content": "OSS dashboard v3 records"}),
     log:
-        LOGS + "/render/dashboard.log",
+        render_log("dashboard"),
+    conda:
+        "../envs/benchflow.yaml"
     localrule: True
     threads: 1
     resources:
         mem_mb=LOCAL_MEM_MB,
         runtime=LOCAL_RUNTIME_MIN,
     script:
-        "../scripts/render_dashboard.py"
+        "../scripts/render.py"
 
 
 rule render_html:
@@ -85,11 +103,13 @@ rule render_html:
         html=report(REPORT_HTML, caption="../report/html.rst", category=RENDER_CATEGORY,
                     labels={"format": "HTML", "content": "table and plots"}),
     log:
-        LOGS + "/render/html.log",
+        render_log("html"),
+    conda:
+        "../envs/benchflow.yaml"
     localrule: True
     threads: 1
     resources:
         mem_mb=1024,  # matplotlib figures
         runtime=LOCAL_RUNTIME_MIN,
     script:
-        "../scripts/render_html.py"
+        "../scripts/render.py"

@@ -1,13 +1,13 @@
 # report: every case record -> results/report.json (schema-validated before writing).
-from workflow.suite.sharktank import case_paths as bench_case_paths
-from workflow.paths import LOGS, REPORT
-from workflow.stages.plan import torch_golden_inputs
+from workflow.paths import REPORT, REPORT_LOG, torch_batch_dir
+from workflow.stages.plan import report_case_paths, torch_golden_inputs, unsupported_plan
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule report:
     input:
-        cases=[case_path(c) for c in SUITE.iree_cases] + bench_case_paths(SUITE),
+        # IREE cases, then the benchmark files' (BENCH, selected by the Snakefile).
+        cases=report_case_paths(SUITE, BENCH),
         batches=[torch_batch_dir(key) for key in SUITE.torch_batches],
         # Torch cases are judged here, not in their batch job (see torch_golden_inputs).
         goldens=torch_golden_inputs(SUITE),
@@ -20,7 +20,9 @@ rule report:
         unsupported=unsupported_plan(SUITE),
         gate=SUITE.config["goldens"],
     log:
-        LOGS + "/report.log",
+        REPORT_LOG,
+    conda:
+        "../envs/benchflow.yaml"
     localrule: True
     threads: 1
     resources:

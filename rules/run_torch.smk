@@ -1,6 +1,7 @@
 # run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
 # support checks, accuracy, graph statistics, then fresh-process invocations.
-from workflow.paths import LOGS, TORCH_BATCH_DIR
+from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG
+from workflow.stages.plan import torch_batch_plan
 from workflow.stages.resources import torch_batch_mem_mb, torch_batch_runtime_min
 
 
@@ -15,7 +16,9 @@ rule run_torch:
         torch_version=TORCH_VERSION,
         torchao_version=TORCHAO_VERSION,
     log:
-        LOGS + "/torch/{sku}/{backend}/{recipe}/{batch}.log",
+        TORCH_BATCH_LOG,
+    conda:
+        "../envs/benchflow.yaml"
     # Timing jobs never overlap each other nor any other job (see Snakefile).
     resources:
         bench_slot=1,

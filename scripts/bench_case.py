@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `case_bench_file` -> workflow.bench_stages.case_benchmark_file.
-from workflow.stages.sharktank import case_benchmark_file
+from workflow.stages.cases import case_benchmark_file
 
 case_benchmark_file(
     identity=snakemake.params.identity,

@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `case_iree` -> workflow.stages.case_iree.
-from workflow.stages.iree import case_iree
+from workflow.stages.cases import case_iree
 
 case_iree(
     identity=snakemake.params.identity,

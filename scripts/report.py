@@ -1,5 +1,5 @@
 # Adapter: Snakemake rule `report` -> workflow.report.aggregate.
-from workflow.records.report import aggregate
+from workflow.stages.report import aggregate
 
 aggregate(
     list(snakemake.input.cases),

@@ -96,6 +96,10 @@ def test_summary_line_of_ok_and_failed_records():
     assert summary_line(ok) == ("ok h/iree/m-f32/baseline  median 1.234 ms (cv 2.1%, 5 "
                                 "invocations x 10 repetitions)  12.5 GFLOP/s  pcc 0.999999  "
                                 "golden no-golden")
+    torch = {"id": "h/torch-eager/m-f32/baseline", "status": "ok",
+             "timing": {"median_ms": 0.5, "cv": 0.01, "invocations": 5, "repetitions": None,
+                        "calls_per_invocation": 4000, "noisy": False}}
+    assert "5 invocations x 4000 calls)" in summary_line(torch)
     failed = {"id": "h/iree/m-f32/baseline", "status": "failed", "stage": "compile",
               "error": "iree-compile exited with 1:\nerror: boom"}
     assert summary_line(failed) == ("failed h/iree/m-f32/baseline at compile: "

@@ -95,3 +95,60 @@ def test_later_files_and_overrides_win(tmp_path):
     assert suite.config["suite_name"] == "merged"
     assert suite.sku("host")["torch"]["threads"] == 1
     assert suite.sku("host")["iree"]["target_cpu"] == "host"  # merged, not replaced
+
+
+def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
+    raw = {
+        "skus": {"a": {"measurement": {"invocations": 7}}, "b": {}},
+        "workloads": [{"model": "linear"},
+                      {"model": "mlp", "matrix_shapes": [{"name": "pow2"}]}],
+        "torch_backends": {"torch-x": {"kind": "inductor"}},
+        "accuracy": {"f16": {"rtol": 0.5}},
+        "benchmark_files": {"golden_keys": {"a": "gpu"}},
+    }
+    before = yaml.safe_dump(raw)
+    cfg = validate_suite(raw, "x.yaml")
+    assert yaml.safe_dump(raw) == before  # the input is left as it was
+    # Nested objects of a $ref'd SKU, reached through patternProperties.
+    a, b = cfg["skus"]["a"], cfg["skus"]["b"]
+    assert a["measurement"]["invocations"] == 7 and a["measurement"]["repetitions"] == 10
+    assert b["measurement"] == {**a["measurement"], "invocations": 5}
+    assert a["iree"] == {"target_backend": "llvm-cpu", "target_cpu": "host", "compile_flags": [],
+                         "device": "local-task", "task_topology_max_group_count": 2}
+    assert b["torch"] == {"threads": 2} and b["description"] == ""
+    # Workload items inside an array, and $ref'd items of their own arrays.
+    w0, w1 = cfg["workloads"]
+    assert w0 == {"model": "linear", "configs": [], "dtypes": ["f32"], "shapes": [],
+                  "layers": None, "skus": [], "backends": [], "recipes": [],
+                  "modes": ["inference"], "matrix_shapes": [], "device": "cpu",
+                  "profiler": False, "memory_profiler": False, "group": None}
+    assert w1["matrix_shapes"] == [{"name": "pow2", "shapes": [], "min_power": None,
+                                    "max_power": None}]
+    # A $ref'd definition: torch_backend, and tolerance whose default sits beside the $ref.
+    assert cfg["torch_backends"] == {"torch-x": {"kind": "inductor", "compile_mode": "default",
+                                                 "fullgraph": False}}
+    assert cfg["accuracy"]["f16"] == {"rtol": 0.5, "atol": 1e-4, "min_pcc": 0.999}
+    assert cfg["accuracy"]["bf16"] == {"rtol": 5e-2, "atol": 5e-2, "min_pcc": 0.98}
+    # A default that is an object is filled, then filled in turn (fresh copies each time).
+    assert cfg["benchmark_files"]["golden_keys"] == {"a": "gpu"}
+    assert validate_suite({"workloads": [{"model": "linear"}]}, "y.yaml")["skus"]["cpu-host"][
+        "measurement"]["invocations"] == 5
+    assert load_schema()["properties"]["skus"]["default"] == {"cpu-host": {}}
+
+
+def test_no_default_is_filled_inside_a_oneof_branch():
+    # model_params is oneOf(list, entry): its entries keep what the file says (as they
+    # always did), and the torchao translation reads them with its own fallbacks.
+    cfg = validate_suite({"model_params": [{}, {"name": "n"}]}, "x.yaml")
+    assert cfg["model_params"] == [{}, {"name": "n"}]
+    assert validate_suite({"model_params": {"name": "n"}}, "x.yaml")["model_params"] == {
+        "name": "n"}
+
+
+def test_a_ref_property_carries_its_own_default():
+    """Defaults are read from a property's own subschema (jsonschema's extend_with_default):
+    a property that is a $ref must state its default beside it."""
+    for path, sub in walk(load_schema()):
+        for name, prop in sub.get("properties", {}).items():
+            if "$ref" in prop:
+                assert "default" in prop, f"{path}.{name}: $ref without a default beside it"

@@ -3,9 +3,7 @@
 import pytest
 
 from tests.conftest import tiny_suite, write_suite
-from workflow.errors import ConfigError
-from workflow.suite.load import load
-from workflow.suite.recipes import (
+from workflow.backends.torch.recipes import (
     Device,
     device_reason,
     layer_reason,
@@ -13,6 +11,8 @@ from workflow.suite.recipes import (
     static_reason,
     torchao_config,
 )
+from workflow.errors import ConfigError
+from workflow.suite.load import load
 
 CPU = Device("cpu")
 H100 = Device("cuda", (9, 0))

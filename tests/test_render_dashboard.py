@@ -7,7 +7,7 @@ import copy
 import jsonschema
 import pytest
 
-from tests.render_data import PEAK, iree_report, with_synthetic_verdicts
+from tests.render_data import PEAK, iree_report, torch_report, with_synthetic_verdicts
 from workflow.render import dashboard
 
 RUNNER_FIELDS = {"name", "type", "cpu_info", "cpu_count", "mem_info", "avail_mem_in_gb",
@@ -78,3 +78,47 @@ def test_the_schema_refuses_what_the_dashboard_would_drop(path, value):
     target[path[-1]] = value
     with pytest.raises(jsonschema.ValidationError):
         dashboard.validate([record])
+
+
+def cuda_report(provenance: dict) -> dict:
+    """The torch report with one ok case turned into a CUDA case (SYNTHETIC)."""
+    report = torch_report()
+    case = next(c for c in report["cases"] if c["status"] == "ok")
+    case["device"] = "cuda"
+    case["provenance"] = {**case["provenance"], **provenance,
+                          "synthetic": "SYNTHETIC CUDA case for renderer tests"}
+    return report, case
+
+
+def runners_of(records: list[dict], case_id: str) -> list[dict]:
+    return [r["runners"][0] for r in records if r["benchmark"]["extra_info"]["case_id"] == case_id]
+
+
+def test_a_cuda_case_runs_on_a_cuda_runner_and_cpu_cases_on_a_cpu_one():
+    report, case = cuda_report({"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 2,
+                                "gpu_memory_bytes": 80 * 1024**3})
+    records = dashboard.render(report, PEAK)
+    gpu = runners_of(records, case["id"])
+    assert gpu and all(r == gpu[0] for r in gpu)
+    runner = gpu[0]
+    assert set(runner) == RUNNER_FIELDS
+    # test-infra's gather_runners_info: name the device kind, type the GPU's model.
+    assert (runner["name"], runner["type"], runner["gpu_info"]) == (
+        "cuda", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
+    assert runner["gpu_count"] == 2 and runner["avail_gpu_mem_in_gb"] == 160
+    assert runner["cpu_info"] == report["provenance"]["host"]["cpu_model"]
+    bench = next(r["benchmark"] for r in records
+                 if r["benchmark"]["extra_info"]["case_id"] == case["id"])
+    assert bench["extra_info"]["device"] == "cuda"
+    assert bench["extra_info"]["arch"] == "NVIDIA H100 80GB HBM3"
+    others = [r["runners"][0] for r in records
+              if r["benchmark"]["extra_info"]["case_id"] != case["id"]]
+    assert others and all(r["name"] == "cpu" and r["gpu_count"] == 0 and r["gpu_info"] == ""
+                          for r in others)
+
+
+def test_a_cuda_case_without_a_recorded_gpu_still_counts_one():
+    report, case = cuda_report({})
+    runner = runners_of(dashboard.render(report, PEAK), case["id"])[0]
+    assert (runner["name"], runner["type"], runner["gpu_count"]) == ("cuda", "unknown", 1)
+    assert runner["gpu_info"] == "" and runner["avail_gpu_mem_in_gb"] == 0

@@ -99,7 +99,7 @@ def test_sweeps_group_by_everything_but_the_shape():
         cells = by_n[32]
         assert sorted(c.gemm_mkn(x)[:2] for x in cells) == [(16, 32), (16, 128), (64, 32),
                                                             (64, 128)]
-    maps = plots.heatmaps(report["cases"], c.Index.of(report["cases"]))
+    maps = plots.heatmaps(report["cases"])
     assert [m.title for m in maps] == ["linear f32 · generic · iree · baseline · N=32",
                                        "linear f32 · host · iree · baseline · N=32"]
 
@@ -108,7 +108,7 @@ def test_sweep_heatmaps_show_speedups_where_there_are_some():
     """Inductor and IREE sweeps show the speedup over eager, eager int8wo the speedup over
     its baseline, and eager baseline (nothing to compare with) its GFLOP/s."""
     report = torch_report()
-    maps = plots.heatmaps(report["cases"], c.Index.of(report["cases"]))
+    maps = plots.heatmaps(report["cases"])
     labels = {m.title.split(" · ", 2)[2]: m.label for m in maps}
     assert labels == {
         "iree · baseline · N=64": "speedup vs torch-eager (×)",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import stat
 
 import pytest
 
@@ -77,3 +79,41 @@ def test_concurrent_writers_lose_no_record(tmp_path):
     for w in range(writers):
         mine = [int(i.split("case")[1]) for i in ids if i.startswith(f"w{w}/")]
         assert mine == list(range(count))
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640])
+def test_an_existing_file_keeps_its_mode(tmp_path, mode):
+    out = tmp_path / "perf.json"
+    out.write_text("")
+    out.chmod(mode)
+    append_records(out, [rec(0)])
+    append_records(out, [rec(1)])
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+    assert len(read_results(out)["cases"]) == 2
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_a_new_file_gets_the_umask_mode_not_mkstemps_0600(tmp_path, umask):
+    out = tmp_path / "perf.json"
+    old = os.umask(umask)
+    try:
+        append_records(out, [rec(0)])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+
+
+def test_the_new_content_is_on_disk_before_it_replaces_the_file(tmp_path, monkeypatch):
+    out = tmp_path / "perf.json"
+    calls = []
+
+    def spy(name, real):
+        def call(*args):
+            calls.append(name)
+            return real(*args)
+        monkeypatch.setattr(os, name, call)
+
+    spy("fsync", os.fsync)
+    spy("replace", os.replace)
+    append_records(out, [rec(0)])
+    assert calls == ["fsync", "replace"]

@@ -1,3 +1,8 @@
+import copy
+
+import pytest
+
+from tests.render_data import load
 from workflow.stats.speedup import fill_speedups
 
 
@@ -25,3 +30,24 @@ def test_failed_cases_have_no_speedup_and_give_none():
              case("torch-eager", "int8wo", 2.0)]
     fill_speedups(cases)
     assert cases[1]["speedup"]["vs_baseline"] is None
+
+
+@pytest.mark.parametrize("name", ["report_iree.json", "report_torch.json"])
+def test_reports_hold_the_speedups_fill_speedups_gives(name):
+    """The renderers show a case's own speedup section (workflow.render.common.speedups):
+    refilling it from scratch gives the same numbers, so nothing is lost by not
+    recomputing them there."""
+    report = load(name)
+    blank = copy.deepcopy(report["cases"])
+    for c in blank:
+        c["speedup"] = {}
+    fill_speedups(blank)
+    filled = 0
+    for own, again in zip(report["cases"], blank, strict=True):
+        for key in ("vs_baseline", "vs_eager"):
+            if own["speedup"][key] is None:
+                assert again["speedup"][key] is None, own["id"]
+            else:
+                assert again["speedup"][key] == pytest.approx(own["speedup"][key], rel=1e-12)
+                filled += 1
+    assert filled >= (4 if name == "report_torch.json" else 0)

@@ -1,4 +1,5 @@
 import math
+from fractions import Fraction
 
 import pytest
 
@@ -33,3 +34,26 @@ def test_summarize_flags_noisy_above_threshold():
     assert not quiet["noisy"] and loud["noisy"]
     assert quiet["invocations"] == 3
     assert quiet["ci95_ms"] == [0.99, 1.01]
+
+
+def _brute_force_median_interval(n: int, confidence: float = 0.95):
+    """(k, coverage): the largest k with P(x_(k) <= median <= x_(n-k+1)) >= confidence,
+    counted exactly as 1 - 2 * sum_{i<k} C(n, i) / 2^n; k = 1 (the range) when none is."""
+    best = (1, Fraction(1) - 2 * Fraction(1, 2**n))
+    for k in range(1, n // 2 + 1):
+        coverage = 1 - 2 * Fraction(sum(math.comb(n, i) for i in range(k)), 2**n)
+        if coverage >= Fraction(confidence).limit_denominator(1000):
+            best = (k, coverage)
+    return best
+
+
+@pytest.mark.parametrize("n", range(3, 31))
+def test_median_ci_and_its_level_match_a_brute_force_binomial_count(n):
+    k, coverage = _brute_force_median_interval(n)
+    xs = [float(v) for v in range(n, 0, -1)]  # x_(i) = i, given out of order
+    assert stats.median_ci(xs) == (k, n - k + 1)
+    assert stats.median_ci_level(n) == pytest.approx(float(coverage), abs=1e-12)
+    # At least 95 % from n = 6 on; below it, the [min, max] fallback says so.
+    assert (stats.median_ci_level(n) >= 0.95) == (n >= 6)
+    if n < 6:
+        assert stats.median_ci(xs) == (1, n) and coverage == 1 - Fraction(2, 2**n)

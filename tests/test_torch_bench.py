@@ -43,6 +43,50 @@ def test_quantized_case_has_sqnr_against_its_baseline(tmp_path):
     assert got["graph"]["aten_ops"] >= 1 and got["memory"]["peak_bytes"] > 0
 
 
+def test_peak_memory_is_the_cases_alone(tmp_path, monkeypatch):
+    """The peak is reset right before the case's module is built and read right after
+    its first call: neither graph statistics (torch.export, Dynamo's explain) nor the
+    unquantized module built for SQNR are in a quantized case's peak."""
+    from workflow.backends.torch import worker
+
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[16, 64, 64]]}],
+                      recipes=["baseline", "int8wo"])
+    (case,), plan = plan_of(suite, recipe="int8wo")
+    events: list[str] = []
+
+    def spy(name, fn):
+        def wrapped(*args, **kwargs):
+            events.append(name)
+            return fn(*args, **kwargs)
+        return wrapped
+
+    class SpyModel:
+        def __init__(self, model):
+            self.model = model
+
+        def build(self, config, dtype, *args):
+            events.append(f"build {dtype}")
+            return self.model.build(config, dtype, *args)
+
+    get_model = worker.get_model
+    monkeypatch.setattr(worker, "get_model", lambda name: SpyModel(get_model(name)))
+    monkeypatch.setattr(worker, "reset_peak_rss", spy("reset", worker.reset_peak_rss))
+    monkeypatch.setattr(worker, "peak_rss_bytes", spy("peak", worker.peak_rss_bytes))
+    monkeypatch.setattr(worker, "graph_stats_compiled",
+                        spy("graph", worker.graph_stats_compiled))
+    monkeypatch.setattr(worker.Prepared, "call", spy("call", worker.Prepared.call))
+    got = characterize(case, plan["backend"], plan)
+    assert got["status"] == "ok" and got["memory"]["peak_bytes"] > 0
+    assert got["accuracy"]["sqnr_db"] is not None and got["graph"]["aten_ops"] >= 1
+    # fp32 reference, then the case (built, quantized, first call) between reset and
+    # peak, then the unquantized SQNR baseline and the graph statistics.
+    window = events[events.index("reset"):events.index("peak") + 1]
+    assert window == ["reset", "build f32", "call", "peak"], events
+    assert events[0] == "build f32" and events.count("build f32") == 3, events
+    after = events[events.index("peak") + 1:]
+    assert "build f32" in after and "graph" in after, events
+
+
 def test_unsupported_recipes_say_why(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[8, 16, 16]]}],
                       recipes=["float8dq-tensor", "int4wo-32"])

@@ -1,4 +1,7 @@
-"""Target paths of every stage; the rules and the suite expansion share them."""
+"""Target paths of every stage; the rules and the suite expansion share them.
+
+The rules name their inputs, outputs and logs only through these constants (Snakemake
+wildcard patterns such as `{sku}`), so that no .smk file composes a path itself."""
 
 from __future__ import annotations
 
@@ -9,6 +12,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = "results"
 LOGS = "logs"
+
+
+def _fixed(pattern: str, **values: str) -> str:
+    """`pattern` with some wildcards replaced by fixed values, the others left to Snakemake."""
+    for name, value in values.items():
+        pattern = pattern.replace("{" + name + "}", value)
+    return pattern
+
 
 EXPORT_DIR = RESULTS + "/export/{workload}"
 COMPILE_DIR = RESULTS + "/compile/{sku}/{workload}"
@@ -24,6 +35,51 @@ REPORT_CSV = RESULTS + "/report.csv"
 DASHBOARD = RESULTS + "/dashboard.json"
 REPORT_HTML = RESULTS + "/report.html"
 PEAK = RESULTS + "/peak.json"
+
+# The files of each stage. export: one per workload, shared by every SKU.
+EXPORT_MLIR = EXPORT_DIR + "/module.mlirbc"
+EXPORT_INPUTS = EXPORT_DIR + "/inputs.npz"
+EXPORT_REFERENCE = EXPORT_DIR + "/reference.npz"
+EXPORT_META = EXPORT_DIR + "/export.json"
+# compile: one per SKU and workload.
+COMPILE_VMFB = COMPILE_DIR + "/module.vmfb"
+COMPILE_META = COMPILE_DIR + "/compile.json"
+# The IREE backend's runs, verifications and case records. A compiled module runs
+# unquantized only, so run_iree and verify_iree make the baseline recipe's files; a case
+# record reads its own recipe's (IREE_RUN_TIMING, IREE_VERIFY_ACCURACY).
+IREE_RUN_TIMING = _fixed(RUN_DIR, backend="iree") + "/timing.json"
+IREE_VERIFY_ACCURACY = _fixed(VERIFY_DIR, backend="iree") + "/accuracy.json"
+IREE_BASELINE_RUN_TIMING = _fixed(IREE_RUN_TIMING, recipe="baseline")
+IREE_BASELINE_VERIFY_ACCURACY = _fixed(IREE_VERIFY_ACCURACY, recipe="baseline")
+IREE_CASE = _fixed(CASE, backend="iree")
+
+# Targets of the benchmark-file rules (workflow.suite.sharktank): a tree of their own, so
+# that no rule of the export-based pipeline can also produce them.
+BF_DIR = RESULTS + "/bench_files"
+BF_COMPILE = BF_DIR + "/compile/{sku}/{benchmark}"
+BF_RUN = BF_DIR + "/run/{sku}/{benchmark}"
+BF_CASE = BF_DIR + "/cases/{sku}/{benchmark}.json"
+BF_COMPILE_VMFB = BF_COMPILE + "/module.vmfb"
+BF_COMPILE_META = BF_COMPILE + "/compile.json"
+BF_RUN_TIMING = BF_RUN + "/timing.json"
+
+# Logs, one per job, under LOGS with the layout of the results they belong to.
+EXPORT_LOG = LOGS + "/export/{workload}.log"
+COMPILE_LOG = LOGS + "/compile/{sku}/{workload}.log"
+RUN_IREE_LOG = LOGS + "/run/{sku}/iree/{workload}.log"
+VERIFY_IREE_LOG = LOGS + "/verify/{sku}/iree/{workload}.log"
+CASE_IREE_LOG = LOGS + "/cases/{sku}/iree/{workload}/{recipe}.log"
+TORCH_BATCH_LOG = LOGS + "/torch/{sku}/{backend}/{recipe}/{batch}.log"
+BF_COMPILE_LOG = LOGS + "/bench_files/compile/{sku}/{benchmark}.log"
+BF_RUN_LOG = LOGS + "/bench_files/run/{sku}/{benchmark}.log"
+BF_CASE_LOG = LOGS + "/bench_files/cases/{sku}/{benchmark}.log"
+REPORT_LOG = LOGS + "/report.log"
+GATE_LOG = LOGS + "/gate.log"
+
+
+def render_log(name: str) -> str:
+    """The log of one render rule (measure_peak's is render_log("peak"))."""
+    return f"{LOGS}/render/{name}.log"
 
 
 def case_path(case) -> str:

@@ -139,7 +139,11 @@ def single_run(golden: dict[str, dict], new: dict[str, dict], ids) -> dict:
     run against one golden), and flagged only when all 5 new runs exceed (retries)."""
     first = pairs = pair_hits = all_hits = 0
     for cid in ids:
-        g, n = golden[cid]["invocation_means_ms"], new[cid]["invocation_means_ms"]
+        # An invocation without a mean aggregate has null (never its median): left out.
+        g = [x for x in golden[cid]["invocation_means_ms"] if x is not None]
+        n = [x for x in new[cid]["invocation_means_ms"] if x is not None]
+        if not g or not n:
+            continue
         first += n[0] > g[0] * TOLERANCE
         pairs += len(g) * len(n)
         pair_hits += sum(x > y * TOLERANCE for x in n for y in g)

@@ -8,9 +8,11 @@ import shutil
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-from workflow.errors import StageError
+from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
 
 ERROR_LINES = 12
 
@@ -39,6 +41,7 @@ def run_tool(
     timeout: float,
     log: str | Path | None = None,
     env: dict | None = None,
+    own_bug_exit: bool = False,
 ) -> subprocess.CompletedProcess:
     """Runs argv; returns the completed process or raises StageError (non-zero exit or timeout)."""
     start = time.monotonic()
@@ -54,6 +57,9 @@ def run_tool(
         raise StageError(stage, f"could not start {argv[0]}: {exc}") from None
     _log(log, argv, proc.stdout, proc.stderr,
          f"exit {proc.returncode} after {time.monotonic() - start:.2f} s")
+    if proc.returncode == OWN_BUG_EXIT and own_bug_exit:
+        raise OwnBug(f"{Path(argv[0]).name} {' '.join(map(str, argv[1:3]))}: benchflow's own "
+                     f"code failed in the worker:\n{proc.stderr[-4000:]}")
     if proc.returncode != 0:
         detail = first_lines(proc.stderr or proc.stdout)
         raise StageError(stage, f"{Path(argv[0]).name} exited with {proc.returncode}:\n{detail}")
@@ -63,7 +69,19 @@ def run_tool(
 def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=None):
     """Runs `python -m module args` in a fresh process: a crash or hang in torch or the
     IREE runtime becomes a recorded failure instead of killing the Snakemake job."""
-    return run_tool([sys.executable, "-m", module, *args], stage=stage, timeout=timeout, log=log)
+    return run_tool([sys.executable, "-m", module, *args], stage=stage, timeout=timeout, log=log,
+                    own_bug_exit=True)
+
+
+def worker_main(main: Callable[[list[str]], None]) -> None:
+    """Runs a worker process's main: a tool's exception exits 1 (run_python records it
+    as the stage's failure), benchflow's own bug exits OWN_BUG_EXIT (run_python raises
+    OwnBug and the Snakemake job fails)."""
+    try:
+        main(sys.argv[1:])
+    except Exception as exc:
+        traceback.print_exc()
+        sys.exit(OWN_BUG_EXIT if raised_in_own_code(exc) else 1)
 
 
 def _log(log, argv, stdout, stderr, status: str) -> None:

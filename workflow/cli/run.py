@@ -163,8 +163,11 @@ def summary_line(rec: dict) -> str:
     t = rec.get("timing")
     if t:
         noisy = ", noisy" if t.get("noisy") else ""
+        # IREE counts --benchmark_repetitions, torch its timed calls per invocation.
+        each = (f"{t['repetitions']} repetitions" if t.get("repetitions") is not None
+                else f"{t.get('calls_per_invocation')} calls")
         parts.append(f"median {t['median_ms']:.4g} ms (cv {100 * t['cv']:.1f}%, "
-                     f"{t['invocations']} invocations x {t['repetitions']} repetitions{noisy})")
+                     f"{t['invocations']} invocations x {each}{noisy})")
     thr = rec.get("throughput") or {}
     if thr.get("gflops"):
         parts.append(f"{thr['gflops']:.3g} GFLOP/s")
@@ -178,11 +181,11 @@ def summary_line(rec: dict) -> str:
     return "  ".join(parts)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.list:
-        from workflow.cli.main import cmd_list
+        from workflow.cli import list as list_cmd
 
-        return cmd_list(argparse.Namespace(configfile=args.configfile, cases=False))
+        return list_cmd.run(argparse.Namespace(configfile=args.configfile, cases=False))
     if not args.model:
         raise ConfigError([f"{SOURCE}: -m MODEL is required (`benchflow list` prints them)"])
     from workflow.records.results_file import ResultsFileError, append_records, read_results
@@ -229,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if rec["status"] == "ok" else 1
 
 
-def add_parsers(sub) -> None:
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "run", help="run one case through the workflow (Forge's benchmark.py); append to -o",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -258,4 +261,4 @@ def add_parsers(sub) -> None:
     p.add_argument("--workdir", help="snakemake work directory (default results/cli/<case id>)")
     p.add_argument("-l", "--list", action="store_true", help="list models, SKUs, backends, recipes")
     p.add_argument("-v", "--verbose", action="store_true", help="show snakemake's output")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=run)

@@ -1,15 +1,40 @@
-"""`benchflow validate`: checks files without running anything, collecting every problem."""
+"""`benchflow validate`: checks files without running anything, collecting every problem.
+
+Kinds are told apart by content, not by name, so that a file can live anywhere: golden
+files carry `"kind": "benchflow-goldens"`; a JSON object with `function_run`, `inputs`
+or a `golden_*` object is a sharktank-format benchmark file; anything else is a suite.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
 
 from workflow.errors import ConfigError
-from workflow.suite.load import load
+
+BENCHMARK_MARKERS = ("function_run", "inputs", "golden_time_ms", "golden_dispatch",
+                     "golden_size", "benchmark_flags")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("validate", help="check suite files; every problem with file and key path")
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    problems = validate_files(args.files)
+    for p in problems:
+        print(p, file=sys.stderr)
+    if not problems:
+        print(f"ok: {len(args.files)} file(s) valid")
+    return 1 if problems else 0
 
 
 def validate_files(files: list[str | Path]) -> list[str]:
-    from workflow.cli.filekinds import file_problems
+    from workflow.suite.load import load
 
     problems: list[str] = []
     for f in files:
@@ -22,3 +47,38 @@ def validate_files(files: list[str | Path]) -> list[str]:
         except ConfigError as exc:
             problems.extend(exc.problems)
     return problems
+
+
+def kind_of(data) -> str:
+    from workflow.regression.goldens import KIND
+
+    if isinstance(data, dict) and data.get("kind") == KIND:
+        return "goldens"
+    if isinstance(data, dict) and any(k in data for k in BENCHMARK_MARKERS):
+        return "benchmark"
+    return "suite"
+
+
+def file_problems(path: str | Path) -> list[str] | None:
+    """Problems of a benchmark or golden file ('file: key: expected'); None for a suite."""
+    path = Path(path)
+    if path.suffix != ".json" or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None  # the suite loader reports it, with its line
+    kind = kind_of(data)
+    if kind == "goldens":
+        from workflow.regression.goldens import problems_of
+
+        return problems_of(data, str(path))
+    if kind == "benchmark":
+        from workflow.suite.sharktank import load_file
+
+        try:
+            load_file(path)
+        except ConfigError as exc:
+            return exc.problems
+        return []
+    return None

@@ -172,6 +172,15 @@ def unavailable_problems(raw, source: str) -> list[str]:
     return problems
 
 
+# The built-in model files, registered by name: the registry never imports them at
+# module level (they import it for the decorator), so there is no import circle.
+BUILTIN_MODULES = ("bert", "decoders", "layers", "minilm", "vision")
+
+
 def load_builtin_models() -> None:
-    # Importing the modules runs their decorators; torch is not imported here.
-    from workflow.models import bert, decoders, layers, minilm, vision  # noqa: F401
+    """Imports the built-in model files once; their decorators register the models.
+    torch is not imported here (builders import it when they build)."""
+    import importlib
+
+    for name in BUILTIN_MODULES:
+        importlib.import_module(f"workflow.models.{name}")

@@ -1,0 +1,7 @@
+"""What benchflow writes and reads back: typed, versioned records.
+
+The case record and its one assembler (`case`), stage results (`stage`), the report
+(`report`) and its provenance (`provenance`), Forge-style results files
+(`results_file`), atomic storage (`storage`) and JSON schema loading. Imports only
+models, stats, errors and paths.
+"""

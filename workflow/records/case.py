@@ -10,6 +10,8 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workflow.records.stage import StageResult
+
 SCHEMA_VERSION = "1.0"
 STATUSES = ("ok", "failed", "unsupported", "skipped")
 STAGE_ORDER = ("export", "compile", "run", "verify")
@@ -36,13 +38,20 @@ class Timing:
     cv: float
     ci95_ms: list[float]
     invocations: int
-    repetitions: int
+    # IREE: --benchmark_repetitions of each invocation (its median is over these).
+    # Torch: null; torch.utils.benchmark's blocks are not recorded, and the timed
+    # calls of an invocation are calls_per_invocation.
+    repetitions: int | None
     invocation_medians_ms: list[float]
     first_run_ms: float | None
     noisy: bool
     noisy_reruns: int = 0
     # Training: forward, backward and optimizer step each measured on its own (ms).
     phases_ms: dict[str, float] | None = None
+    # Torch: timed calls per invocation, the median over invocations (inference: every
+    # call of blocked_autorange's blocks; training: timed steps). IREE: null (its
+    # iteration counts are not recorded).
+    calls_per_invocation: int | None = None
 
 
 @dataclass
@@ -181,34 +190,44 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
     return prov
 
 
-def build_iree_case(identity: dict, sku: dict, export: dict, compiled: dict, run: dict,
-                    verify: dict) -> CaseRecord:
-    """Assembles an IREE case; the first failed stage in DAG order decides its status."""
-    failed = next((s for s in (export, compiled, run, verify) if s["status"] != "ok"), None)
-    rec = CaseRecord(
-        **_identity(identity),
-        status="failed" if failed else "ok",
-        stage=failed["failed_stage"] if failed else None,
-        error=failed["error"] if failed else None,
-        provenance={**case_provenance(run, sku), "started_at": export.get("started_at")},
-    )
-    if export["status"] == "ok":
-        rec.graph = _pick(Graph, export["graph"])
-    if compiled["status"] == "ok":
-        rec.compile = _pick(Compile, compiled)
-    if run["status"] == "ok":
-        rec.timing = _pick(Timing, run["timing"])
-        rec.memory = _pick(Memory, run.get("memory"))
-        rec.throughput = _throughput(rec.timing.median_ms, export.get("flops"))
-    if verify["status"] == "ok":
-        rec.accuracy = _pick(Accuracy, verify["accuracy"])
+# Which sections of a case record each stage's data fills. IREE's compile stage data is
+# the Compile section itself; every other stage carries its sections by name.
+SECTIONS = {"graph": Graph, "compile": Compile, "timing": Timing, "memory": Memory,
+            "accuracy": Accuracy, "profile": Profile}
+
+
+def assemble(identity: dict, results: list[StageResult], provenance: dict) -> CaseRecord:
+    """The one case assembler (IREE, torch and sharktank-file cases): an identity plus
+    stage results in DAG order. The first result that is not ok decides the status;
+    every section an ok stage measured is kept, so a case failed at verify still shows
+    its timing."""
+    first_bad = next((r for r in results if not r.ok), None)
+    rec = CaseRecord(**_identity(identity), status=first_bad.status if first_bad else "ok",
+                     stage=first_bad.failed_stage if first_bad else None,
+                     error=first_bad.error if first_bad else None, provenance=provenance)
+    flops = None
+    for r in results:
+        if not r.ok:
+            continue
+        if r.stage == "compile":
+            rec.compile = _pick(Compile, r.data)
+        for name, cls in SECTIONS.items():
+            if r.data.get(name) is not None:
+                setattr(rec, name, _pick(cls, r.data[name]))
+        flops = r.data.get("flops", flops)
+    if rec.timing is not None:
+        rec.throughput = _throughput(rec.timing.median_ms, flops)
     return rec
 
 
+IDENTITY = ("id", "model", "config", "dtype", "shape", "sku", "backend", "recipe", "mode",
+            "workload", "layers", "device", "compile_mode", "group")
+
+
 def _identity(identity: dict) -> dict:
-    return {k: identity[k] for k in ("id", "model", "config", "dtype", "shape", "sku", "backend",
-                                     "recipe", "mode", "workload", "layers", "device",
-                                     "compile_mode", "group")}
+    """The identity fields a case has; optional ones (layers, device, ...) keep the
+    record's defaults when a kind of case does not have them (benchmark files)."""
+    return {k: identity[k] for k in IDENTITY if k in identity}
 
 
 def _throughput(median_ms: float, flops: float | None) -> Throughput:
@@ -217,45 +236,17 @@ def _throughput(median_ms: float, flops: float | None) -> Throughput:
                       gflops=flops / median_s / 1e9 if flops and median_s else None)
 
 
-def build_torch_case(identity: dict, sku: dict, char: dict, samples: list[dict],
-                     failure: str | None, noisy_reruns: int = 0) -> CaseRecord:
-    """A torch case from its characterize result and its invocations' samples."""
-    from workflow.stats import summary as stats
+# Keys of the torch worker's characterize result that go to a CUDA case's provenance.
+TORCH_GPU_KEYS = ("gpu_name", "gpu_count", "gpu_memory_bytes")
 
-    rec = CaseRecord(**_identity(identity), status="ok", stage=None, error=None,
-                     provenance={"host": socket.gethostname(),
-                                 "torch_threads": sku["torch"]["threads"],
-                                 **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
-                                    if os.environ.get("SLURM_JOB_ID") else {})})
-    status = char.get("status")
-    if status == "unsupported":
-        rec.status, rec.error = "unsupported", char["reason"]
-        return rec
-    if status != "ok":
-        rec.status, rec.stage, rec.error = "failed", "run", char.get("error", "unknown error")
-        return rec
-    rec.graph = _pick(Graph, char["graph"])
-    rec.accuracy = _pick(Accuracy, char["accuracy"])
-    rec.memory = _pick(Memory, char["memory"])
-    rec.profile = _pick(Profile, char["profile"])
-    if char.get("compile_seconds") is not None:
-        rec.compile = Compile(seconds=char["compile_seconds"], dispatch_count=None,
-                              binary_bytes=None, flags=[f"mode={identity['compile_mode']}"])
-    if failure:
-        rec.status, rec.stage, rec.error = "failed", "run", failure
-        return rec
-    m = sku["measurement"]
-    summary = stats.summarize([s["median_ms"] for s in samples], m["noisy_cv"])
-    phases = None
-    if samples and "phases_ms" in samples[0]:
-        phases = {k: stats.median([s["phases_ms"][k] for s in samples])
-                  for k in samples[0]["phases_ms"]}
-    rec.timing = Timing(**summary, repetitions=int(stats.median([s["iterations"]
-                                                                   for s in samples])),
-                        first_run_ms=char["first_run_ms"], noisy_reruns=noisy_reruns,
-                        phases_ms=phases)
-    rec.throughput = _throughput(rec.timing.median_ms, char.get("flops"))
-    return rec
+
+def torch_provenance(sku: dict, char: dict) -> dict:
+    """What can differ between torch cases: host, threads, the SLURM job, the GPU a CUDA
+    case ran on (the worker's torch.cuda)."""
+    return {"host": socket.gethostname(), "torch_threads": sku["torch"]["threads"],
+            **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
+               if os.environ.get("SLURM_JOB_ID") else {}),
+            **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None}}
 
 
 def unsupported_case(identity: dict, reason: str) -> CaseRecord:

@@ -5,43 +5,30 @@ same `cases` list as results/report.json, so readers of a report (`benchflow cov
 --report`) read it too. Appending is safe against concurrent writers (several
 `benchflow run -o same.json` at once) and never damages what is there:
 
-- writers serialize on an fcntl lock of a side file `OUT.json.lock` (not OUT.json itself:
-  it is replaced on every write, and a lock on a replaced inode protects nothing);
-- the new content goes to a temporary file in the same directory, is flushed to disk,
-  then os.replace()s OUT.json, so a reader or a crash sees the old or the new file whole;
+- writers serialize on a lock (filelock) of a side file `OUT.json.lock` (not OUT.json
+  itself: it is replaced on every write, and a lock on a replaced inode protects nothing);
+- the new content is written by storage.write_json: a temporary file in the same
+  directory, flushed to disk, then os.replace()d over OUT.json, so a reader or a crash
+  sees the old or the new file whole, and OUT.json keeps its mode;
 - an existing file that is not a results file (bad JSON, another format) is refused
   with an error naming it, and left as it was.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock
+
 from workflow.records.case import SCHEMA_VERSION
+from workflow.records.storage import write_json
 
 KIND = "benchflow-results"
 
 
 class ResultsFileError(Exception):
     """OUT.json exists but cannot be appended to without losing what it holds."""
-
-
-@contextmanager
-def locked(path: Path):
-    """Holds an exclusive lock on `path`.lock for the duration of the block."""
-    lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def read_results(path: str | Path) -> dict:
@@ -75,28 +62,14 @@ def new_document() -> dict:
     return {"schema_version": SCHEMA_VERSION, "kind": KIND, "cases": []}
 
 
-def _write_atomic(path: Path, doc: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=1, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def append_records(path: str | Path, records: list[dict]) -> int:
     """Appends case records to the results file at `path` (created when missing) and
     returns how many records it holds now."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path):
+    with FileLock(path.with_name(path.name + ".lock")):
         # Read inside the lock: another writer's records, appended since, are kept.
         doc = read_results(path)
         doc["cases"].extend(records)
-        _write_atomic(path, doc)
+        write_json(path, doc)
         return len(doc["cases"])

@@ -1,27 +1,37 @@
-"""File I/O for stage outputs: atomic JSON writes, so that a killed job never leaves
-a half-written file that a later run would take for a result."""
+"""File I/O for stage outputs and results files: atomic writes, so that a killed job never
+leaves a half-written file that a later run would take for a result."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Writes a file atomically (temp file + rename), readable by all: mkstemp's 0600
-    would hide published results from a web server or an artifact uploader."""
+    """Writes a file atomically: a temporary file in the same directory, flushed to disk,
+    then os.replace()d over `path`, so a reader or a crash sees the old or the new file
+    whole. The file keeps the mode of the one it replaces, and a new file gets
+    0666 & ~umask as open() would give it: mkstemp's 0600 would hide published results
+    from a web server or an artifact uploader."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -13,11 +13,10 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from workflow.errors import ConfigError
+from workflow.records import schemas
 from workflow.records.storage import write_json
 from workflow.stats import summary as stats
 from workflow.stats.verdict import GoldenRef
@@ -28,10 +27,8 @@ SCHEMA_VERSION = "1.0"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 
 
-@cache
 def goldens_schema() -> dict:
-    return json.loads(resources.files("workflow").joinpath("schemas/goldens.schema.json")
-                      .read_text())
+    return schemas.load("goldens")
 
 
 def golden_path(directory: str | Path, sku: str) -> Path:

@@ -3,7 +3,8 @@
 One module per format: markdown (coverage table), csv_report (torchao-style CSV),
 dashboard (PyTorch OSS benchmark database v3 records), html (one self-contained page).
 `common` holds the pure helpers they share (status, sibling lookups, speedups, GEMM
-figures), so every format shows the same number for the same case; `peak` measures the
-machine's matmul peak that percent-of-peak figures are relative to; `plots` draws the
-HTML page's figures; `files` is what the render rules call (read, render, write).
+figures), so every format shows the same number for the same case; `plots` draws the
+HTML page's figures; `coverage` computes pytorch2.0_ttnn-style op coverage. Pure
+functions of a report dict: the stages read and write the files. Imports only records,
+models, stats, errors and paths.
 """

@@ -1,7 +1,8 @@
 """Pure helpers shared by every renderer: what a case's status means to a reader, which
 cases are its siblings (the eager and baseline cases it is compared with), and the
 figures derived from them. Every format calls these, so a speedup or a percentage is
-the same number in the Markdown, the CSV, the dashboard JSON and the HTML page.
+the same number in the Markdown, the CSV, the dashboard JSON and the HTML page (speedups
+are the record's own, computed once at aggregation by workflow.stats.speedup).
 """
 
 from __future__ import annotations
@@ -127,21 +128,6 @@ class Index:
         """torch-eager's median for the same SKU, workload and recipe."""
         return self.median(case, backend=EAGER)
 
-    def speedups(self, case: dict) -> dict[str, float | None]:
-        """Ratios of medians (> 1: this case is faster), as workflow.stats.speedup defines them:
-        vs_baseline for recipes other than baseline, vs_eager for backends other than
-        torch-eager. The record's own values win; a report aggregated before they were
-        filled gets them derived here from the siblings' medians, the same way."""
-        own = section(case, "speedup")
-        mine = median_ms(case)
-        vs_eager = own.get("vs_eager")
-        if vs_eager is None and case["backend"] != EAGER:
-            vs_eager = ratio(self.eager_ms(case), mine)
-        vs_baseline = own.get("vs_baseline")
-        if vs_baseline is None and case["recipe"] != BASELINE:
-            vs_baseline = ratio(self.median(case, recipe=BASELINE), mine)
-        return {"vs_eager": vs_eager, "vs_baseline": vs_baseline}
-
     def compiled_backend(self, case: dict) -> str | None:
         """The backend whose times are torchao's 'compiled' ones for this case: its own,
         unless it is torch-eager; then torch-inductor (or torch-inductor-<mode>)."""
@@ -164,6 +150,15 @@ class Index:
             "quantized_compiled": (self.median(case, backend=compiled)
                                    if compiled else None),
         }
+
+
+def speedups(case: dict) -> dict[str, float | None]:
+    """The case's own speedup section (ratios of medians, > 1: this case is faster), as
+    workflow.stats.speedup.fill_speedups computed it when the report was aggregated
+    (every report.json has one: the schema requires it). Renderers read it, never
+    recompute it, so every format shows the number the record holds."""
+    own = section(case, "speedup")
+    return {"vs_eager": own.get("vs_eager"), "vs_baseline": own.get("vs_baseline")}
 
 
 def percent_of_peak(case: dict, peak: dict | None) -> float | None:

@@ -12,8 +12,6 @@ reported with that status and is not counted among that backend's models.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 
 PASS, FAILED, INACCURATE = "pass", "failed", "inaccurate"
@@ -132,29 +130,3 @@ def format_coverage(cov: dict, ops: bool = False) -> str:
             lines += [f"  {op} x{n}" for op, n in m["ops"].items()] or ["  (no graph recorded)"]
     return "\n".join(lines)
 
-
-def cmd_coverage(args: argparse.Namespace) -> int:
-    import sys
-
-    from workflow.records.storage import read_json
-
-    try:
-        report = read_json(args.report)
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"benchflow coverage: cannot read {args.report}: {exc}", file=sys.stderr)
-        return 1
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        print(f"benchflow coverage: {args.report} has no `cases` list", file=sys.stderr)
-        return 1
-    cov = model_coverage(report)
-    print(json.dumps(cov, indent=1) if args.json else format_coverage(cov, ops=args.ops))
-    return 0
-
-
-def add_parsers(sub) -> None:
-    p = sub.add_parser("coverage", help="aten ops per model and pass/fail per backend")
-    p.add_argument("--report", default="results/report.json",
-                   help="a report.json or a `benchflow run -o` file (default results/report.json)")
-    p.add_argument("--ops", action="store_true", help="also list every model's aten ops")
-    p.add_argument("--json", action="store_true", help="print the coverage as JSON")
-    p.set_defaults(func=cmd_coverage)

@@ -60,7 +60,7 @@ def own_columns(case: dict, index: c.Index, peak: dict | None) -> dict:
     graph, golden = c.section(case, "graph"), c.section(case, "golden")
     mem = c.section(case, "memory")
     ci = timing.get("ci95_ms") or [None, None]
-    speedups = index.speedups(case)
+    speedups = c.speedups(case)
     return {
         "id": case["id"], "model": case["model"], "config": case["config"],
         "dtype": case["dtype"], "shape": c.shape_text(case), "sku": case["sku"],

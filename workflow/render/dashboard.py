@@ -14,11 +14,8 @@ upload-benchmark-results) adds the repo, commit and workflow fields itself.
 from __future__ import annotations
 
 import json
-from functools import cache
-from importlib import resources
 
-import jsonschema
-
+from workflow.records import schemas
 from workflow.render import common as c
 
 BENCHMARK_NAME = "benchflow"
@@ -34,15 +31,13 @@ DEPENDENCIES = (
 )
 
 
-@cache
 def schema() -> dict:
-    return json.loads(resources.files("workflow").joinpath("schemas/dashboard.schema.json")
-                      .read_text())
+    return schemas.load("dashboard")
 
 
 def validate(records: list[dict]) -> None:
     """Raises jsonschema.ValidationError naming the first offending path."""
-    jsonschema.Draft202012Validator(schema()).validate(records)
+    schemas.validator(schema()).validate(records)
 
 
 def strings(mapping: dict) -> dict[str, str]:
@@ -69,29 +64,52 @@ def dependencies(prov: dict) -> dict:
     return out
 
 
-def runner(prov: dict) -> dict:
-    """The host the report was made on. As test-infra's gather_runners_info does, `name`
-    is the device kind and `type` its model, and the hostname goes to extra_info."""
+# A case's device (the workload's `device`, or the IREE runtime device of its SKU) ->
+# the runner name test-infra's gather_runners_info gives it; every other device is a CPU.
+GPU_RUNNERS = {"cuda": "cuda", "hip": "rocm", "rocm": "rocm"}
+
+
+def gpu_runner(case: dict) -> str | None:
+    """'cuda' or 'rocm' for a case that ran on a GPU, None for a CPU case."""
+    device = case.get("device") or "cpu"
+    if device in GPU_RUNNERS:
+        return GPU_RUNNERS[device]
+    return GPU_RUNNERS.get(c.section(case, "provenance").get("iree_device") or "")
+
+
+def runner(prov: dict, case: dict | None = None) -> dict:
+    """The machine a case ran on. As test-infra's gather_runners_info does, `name` is the
+    device kind (cpu, cuda, rocm) and `type` its model: the CPU's, or for a GPU case the
+    GPU's name where the case recorded one (its provenance's gpu_name, gpu_count and
+    gpu_memory_bytes; the torch worker records them). The hostname goes to extra_info.
+    The CPU and memory fields are the report's host."""
     host = prov.get("host", {})
     mem = host.get("memory_bytes")
+    cpu = host.get("cpu_model") or host.get("machine") or "unknown"
+    kind = gpu_runner(case) if case else None
+    gpu = c.section(case, "provenance") if kind else {}
+    gpu_name = gpu.get("gpu_name") or ""
+    # A GPU case that ran had a GPU, whether or not it recorded how many.
+    gpu_count = int(gpu.get("gpu_count") or 1) if kind else 0
+    gpu_mem = gpu.get("gpu_memory_bytes")
     return {
-        "name": "cpu",
-        "type": host.get("cpu_model") or host.get("machine") or "unknown",
-        "cpu_info": host.get("cpu_model") or host.get("machine") or "unknown",
+        "name": kind or "cpu",
+        "type": (gpu_name or "unknown") if kind else cpu,
+        "cpu_info": cpu,
         "cpu_count": int(host.get("cores") or 0),
         "mem_info": f"{mem / GIB:.1f} GiB total" if mem else "",
         "avail_mem_in_gb": int(mem // GIB) if mem else 0,
-        "gpu_info": "",
-        "gpu_count": 0,
-        "gpu_mem_info": "",
-        "avail_gpu_mem_in_gb": 0,
+        "gpu_info": gpu_name,
+        "gpu_count": gpu_count,
+        "gpu_mem_info": f"{gpu_mem / GIB:.1f} GiB per GPU" if gpu_mem else "",
+        # All the runner's GPUs, as gather_runners_info counts them.
+        "avail_gpu_mem_in_gb": int(gpu_mem * gpu_count // GIB) if gpu_mem else 0,
         "extra_info": strings({"hostname": host.get("name"), "os": host.get("os"),
                                "machine": host.get("machine")}),
     }
 
 
-def metrics(case: dict, index: c.Index, peak: dict | None) -> list[tuple[str, list, float,
-                                                                              str]]:
+def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, str]]:
     """(name, benchmark_values, target_value, unit) of every metric this case has.
     Latency carries every invocation median (the dashboard's 'multiple runs'); the golden
     median is its target, 0 where there is none (torchao's convention)."""
@@ -99,7 +117,7 @@ def metrics(case: dict, index: c.Index, peak: dict | None) -> list[tuple[str, li
     thr, mem, acc = c.section(case, "throughput"), c.section(case, "memory"), \
         c.section(case, "accuracy")
     golden = c.section(case, "golden")
-    speedups = index.speedups(case)
+    speedups = c.speedups(case)
     out = []
     if timing:
         out.append(("latency median (ms)", timing["invocation_medians_ms"],
@@ -121,13 +139,15 @@ def metrics(case: dict, index: c.Index, peak: dict | None) -> list[tuple[str, li
 
 def records(report: dict, peak: dict | None = None) -> list[dict]:
     prov = report.get("provenance", {})
-    deps, run = dependencies(prov), [runner(prov)]
-    arch = prov.get("host", {}).get("cpu_model") or "unknown"
-    index = c.Index.of(report["cases"])
+    deps = dependencies(prov)
+    cpu_arch = prov.get("host", {}).get("cpu_model") or "unknown"
     out = []
     for case in report["cases"]:
         if case["status"] != "ok":
             continue
+        run = [runner(prov, case)]
+        # The CPU model, or a GPU case's GPU where it is known (torchao's arch).
+        arch = run[0]["gpu_info"] or cpu_arch
         benchmark = {
             "name": BENCHMARK_NAME,
             "mode": case["mode"],
@@ -155,7 +175,7 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
         }
         inputs = {"shape": {"dtype": case["dtype"],
                             "extra_info": strings({"shape": case.get("shape")})}}
-        for name, values, target, unit in metrics(case, index, peak):
+        for name, values, target, unit in metrics(case, peak):
             out.append({
                 "benchmark": benchmark, "model": model, "inputs": inputs,
                 "dependencies": deps, "runners": run,

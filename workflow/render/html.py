@@ -38,8 +38,8 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
         ("95% CI ms", "txt", ci),
         ("CV", "num", timing("cv")),
         ("Eager ms", "num", index.eager_ms),
-        ("Speedup vs eager", "num", lambda x: index.speedups(x)["vs_eager"]),
-        ("Speedup vs baseline", "num", lambda x: index.speedups(x)["vs_baseline"]),
+        ("Speedup vs eager", "num", lambda x: c.speedups(x)["vs_eager"]),
+        ("Speedup vs baseline", "num", lambda x: c.speedups(x)["vs_baseline"]),
         ("GFLOP/s", "num", lambda x: c.section(x, "throughput").get("gflops")),
         ("% of peak", "num", lambda x: c.percent_of_peak(x, peak)),
         ("Compile s", "num", lambda x: c.section(x, "compile").get("seconds")),
@@ -124,7 +124,7 @@ def render(report: dict, peak: dict | None = None) -> str:
     n = c.counts(cases)
     counts = " ".join(f"<span>{n[k]} {c.SYMBOLS[k]} {k}</span>" for k in c.SYMBOLS
                       if n[k] or k == "ok")
-    maps = plots.heatmaps(cases, index)
+    maps = plots.heatmaps(cases)
     heatmaps = ('<div class="heatmaps">' + "".join(figure(h.uri, h.title, h.title)
                                                   for h in maps) + "</div>"
                 if maps else '<p class="note">No shape sweep: no GEMM-like cases that ran '

@@ -64,7 +64,7 @@ def status_cell(case: dict) -> str:
 def coverage_row(case: dict, index: c.Index) -> list[str]:
     graph, comp = c.section(case, "graph"), c.section(case, "compile")
     ops = (f"{graph['aten_ops']} ({graph['aten_ops_unique']})" if graph else "—")
-    speedup = index.speedups(case)["vs_eager"]
+    speedup = c.speedups(case)["vs_eager"]
     return [case["model"], case["config"], case["dtype"], c.shape_text(case),
             case["backend"], case["recipe"], case["sku"], status_cell(case), ops,
             c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),

@@ -56,10 +56,10 @@ class Heatmap:
     uri: str
 
 
-def _sweep_metric(cells: list[dict], index: c.Index) -> tuple[str, dict[str, float]] | None:
+def _sweep_metric(cells: list[dict]) -> tuple[str, dict[str, float]] | None:
     """What a sweep's heatmap shows: the speedup over eager where any cell has one, else
     the speedup over baseline (non-baseline recipes), else achieved GFLOP/s."""
-    by_id = {x["id"]: index.speedups(x) for x in cells}
+    by_id = {x["id"]: c.speedups(x) for x in cells}
     eager = {i: s["vs_eager"] for i, s in by_id.items() if s["vs_eager"] is not None}
     if eager and any(x["backend"] != c.EAGER for x in cells):
         return "speedup vs torch-eager (×)", eager
@@ -84,14 +84,14 @@ def sweeps(cases: list[dict]) -> dict[tuple, dict[int, list[dict]]]:
     return {k: v for k, v in groups.items() if any(len(cells) > 1 for cells in v.values())}
 
 
-def heatmaps(cases: list[dict], index: c.Index) -> list[Heatmap]:
+def heatmaps(cases: list[dict]) -> list[Heatmap]:
     """One M x K heatmap per sweep and N, each cell annotated with its value."""
     out = []
     for key, by_n in sorted(sweeps(cases).items()):
         for n, cells in sorted(by_n.items()):
             if len(cells) < 2:
                 continue
-            chosen = _sweep_metric(cells, index)
+            chosen = _sweep_metric(cells)
             if chosen is None:
                 continue
             label, values = chosen

@@ -1,0 +1,9 @@
+"""The stage functions the Snakemake rules call, and what the Snakefile needs to plan.
+
+`model` is the stage model (one StageResult per stage; a tool's failure is recorded,
+our own bug fails the job); `iree`, `sharktank` and `torch` are the measuring stages;
+`cases` assembles and judges case records; `report` aggregates them; `render` writes
+the rendered reports; `plan` and `resources` serve the Snakefile (suite loading, job
+params, cluster resource requests). May import every layer below it: regression,
+suite, render, backends, records, models, stats; never cli.
+"""

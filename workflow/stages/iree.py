@@ -1,9 +1,6 @@
-"""The stages of the DAG. Each is called by a thin script with Snakemake's paths.
-
-Failures are data: every stage always writes its stage JSON (`status` ok or failed,
-`stage`, `error`) and, on failure, empty artifacts, so the job succeeds, the suite
-goes on, and the case record says where and why the case failed. A stage whose
-upstream failed records that failure unchanged instead of running.
+"""The IREE stages of the DAG: export, compile, run, verify and the case record, each
+called by a thin script with Snakemake's paths. Failures follow stages/model.py: a
+tool's failure is a recorded result, a bug in benchflow fails the job.
 """
 
 from __future__ import annotations
@@ -13,60 +10,24 @@ import os
 import resource
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from workflow.backends.iree import tools as iree
-from workflow.backends.proc import first_lines, run_python, run_tool, tool_path
+from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.errors import StageError
 from workflow.models.registry import tolerance_for
-from workflow.records.storage import read_json, touch_empty, write_json
+from workflow.records.stage import StageResult
+from workflow.records.storage import read_json
+from workflow.stages.model import run_stage
 from workflow.stats import summary as stats
 from workflow.stats.accuracy import compare
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def run_stage(
-    stage: str, meta_path: str, artifacts: list[str], upstream: list[str],
-    body: Callable[[], dict], log: str | None = None,
-) -> dict:
-    """Runs `body` unless an upstream stage failed; always writes meta_path."""
-    started = now_iso()
-    record: dict = {"stage": stage, "status": "ok", "error": None, "failed_stage": None}
-    for path in upstream:
-        up = read_json(path)
-        if up["status"] != "ok":
-            record.update(status="failed", failed_stage=up["failed_stage"], error=up["error"])
-            break
-    if record["status"] == "ok":
-        try:
-            record.update(body())
-        except StageError as exc:
-            record.update(status="failed", failed_stage=stage, error=exc.message)
-        except Exception as exc:  # a bug or an unexpected tool output: still a recorded result
-            tb = traceback.format_exc()
-            if log:
-                with open(log, "a") as fh:
-                    fh.write(tb)
-            record.update(status="failed", failed_stage=stage,
-                          error=first_lines(f"{type(exc).__name__}: {exc}"))
-    if record["status"] != "ok":
-        for art in artifacts:
-            touch_empty(art)
-    record.update(started_at=started, finished_at=now_iso())
-    write_json(meta_path, record)
-    return record
-
-
 def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str, meta: str,
-           log: str) -> dict:
+           log: str) -> StageResult:
     def body():
         with tempfile.TemporaryDirectory() as tmp:
             side = Path(tmp) / "export.json"
@@ -75,11 +36,11 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
                        stage="export", timeout=timeout, log=log)
             return {**read_json(side), "spec": spec, "dtype": spec["dtype"]}
 
-    return run_stage("export", meta, [mlir, inputs, reference], [], body, log)
+    return run_stage("export", meta, [mlir, inputs, reference], [], body)
 
 
 def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, timeout: float,
-                   vmfb: str, meta: str, log: str, flags: list[str] | None = None) -> dict:
+                   vmfb: str, meta: str, log: str, flags: list[str] | None = None) -> StageResult:
     """iree-compile with the SKU's flags, or with `flags` (benchmark files bring their own);
     `export_meta` is the upstream stage when there is one."""
     def body():
@@ -95,7 +56,7 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
         return {"seconds": seconds, "binary_bytes": os.path.getsize(vmfb), "flags": flags,
                 "compiler_version": iree.compiler_version(), **counts}
 
-    return run_stage("compile", meta, [vmfb], [export_meta] if export_meta else [], body, log)
+    return run_stage("compile", meta, [vmfb], [export_meta] if export_meta else [], body)
 
 
 def _benchmark(argv: list[str], timeout: float, log: str) -> iree.BenchmarkRun:
@@ -107,7 +68,7 @@ def _benchmark(argv: list[str], timeout: float, log: str) -> iree.BenchmarkRun:
 
 
 def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku: dict,
-             timeout: float, timing: str, log: str) -> dict:
+             timeout: float, timing: str, log: str) -> StageResult:
     """Times a module with iree-benchmark-module, one fresh process per invocation."""
     m = sku["measurement"]
 
@@ -119,7 +80,7 @@ def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku
             return measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
                            m, timeout, log)
 
-    return run_stage("run", timing, [], [compile_meta], body, log)
+    return run_stage("run", timing, [], [compile_meta], body)
 
 
 def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: str) -> dict:
@@ -145,8 +106,16 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     timing_stats.update(
         repetitions=m["repetitions"], first_run_ms=first.median_ms, noisy_reruns=reruns,
         repetition_cv=[r.cv for r in runs],
-        # Each invocation's mean, as sharktank's single-run check reads it (for comparison).
-        invocation_means_ms=[r.aggregates_ms.get("mean", r.median_ms) for r in runs],
+        # Each invocation's mean, as sharktank's single-run check reads it (for comparison):
+        # Google Benchmark's `mean` aggregate; with a single repetition (no aggregates)
+        # that repetition's time, itself the mean over its iterations; else null, never
+        # a median in its place.
+        invocation_means_ms=[
+            r.aggregates_ms.get("mean",
+                                r.repetition_ms[0] if len(r.repetition_ms) == 1 else None)
+            for r in runs],
+        # The iterations of each repetition are not recorded (Timing.calls_per_invocation).
+        calls_per_invocation=None,
         warmup_s=m["min_warmup_time_s"], min_time_s=m["min_time_s"],
     )
     return {"timing": timing_stats, "memory": {"peak_bytes": peak, "kind": "rss"},
@@ -159,7 +128,7 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
 
 def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
                 reference: str, sku: dict, tolerances: dict, timeout: float, accuracy: str,
-                log: str) -> dict:
+                log: str) -> StageResult:
     def body():
         # The suite's tolerance for the dtype, with the model's own min_pcc where it has one.
         tolerance = tolerance_for(read_json(export_meta)["spec"], tolerances)
@@ -180,18 +149,4 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
         return {"accuracy": {**result, "reference": "torch-eager-fp32"},
                 "first_call_ms": first_call_ms}
 
-    return run_stage("verify", accuracy, [], [compile_meta], body, log)
-
-
-def case_iree(*, identity: dict, sku: dict, export: str, compiled: str, run: str, verify: str,
-              case: str, goldens: str | list | None = None, gate: dict | None = None) -> dict:
-    from workflow.records.case import Golden, build_iree_case
-    from workflow.regression.gate import golden_section
-
-    rec = build_iree_case(identity, sku, read_json(export), read_json(compiled), read_json(run),
-                          read_json(verify))
-    # The verdict against the SKU's golden file (an input only when it exists).
-    rec.golden = Golden(**golden_section(rec.to_dict(), goldens or None, gate))
-    data = rec.to_dict()
-    write_json(case, data)
-    return data
+    return run_stage("verify", accuracy, [], [compile_meta], body)

@@ -1,42 +1,70 @@
-"""What the Snakefile needs at load time: the validated suite, or a clean refusal."""
+"""What the Snakefile and the rules need at load time: the validated suite (or a refusal
+naming every problem), and the job lists and params planned from it."""
 
 from __future__ import annotations
 
-import sys
 from importlib import metadata
+
+from snakemake.exceptions import WorkflowError
 
 from workflow.errors import ConfigError
 from workflow.suite.load import Suite, load
 from workflow.suite.schema import DEFAULT_CONFIG
 
 
-def load_suite_or_exit(cli_configfiles, cli_overrides) -> Suite:
+class Refused(WorkflowError):
+    """A suite, benchmark file or golden file that refuses the whole run before any job.
+
+    Its message is what the user sees: one heading, then every problem on its own line.
+    The Snakefile prints it and exits without a traceback; any other caller of the
+    workflow gets it as Snakemake's own WorkflowError."""
+
+    def __init__(self, what: str, problems: list[str]):
+        self.what = what
+        self.problems = list(problems)
+        super().__init__("\n".join([f"benchflow: {what}, no job was run:",
+                                    *(f"  {problem}" for problem in self.problems)]))
+
+
+def load_suite(cli_configfiles, cli_overrides) -> Suite:
     """Loads the suite named by --configfile (default config/config.yaml) plus --config
-    overrides. A bad suite prints every problem (file, key path, expectation) and
-    exits before any job is scheduled, without a traceback."""
+    overrides; raises Refused listing every problem (file, key path, expectation)."""
     paths = [str(p) for p in cli_configfiles] or [str(DEFAULT_CONFIG)]
     # The files are read here, not taken from Snakemake's merged `config`, so that
     # errors name the file they come from.
     try:
         return load(paths, dict(cli_overrides or {}))
     except ConfigError as exc:
-        _refuse("invalid suite", exc.problems)
+        raise Refused("invalid suite", exc.problems) from None
 
 
-def _refuse(what: str, problems: list[str]) -> None:
-    print(f"benchflow: {what}, no job was run:", file=sys.stderr)
-    for problem in problems:
-        print(f"  {problem}", file=sys.stderr)
-    sys.exit(1)
+def attach_benchmark_files(suite: Suite):
+    """The suite's benchmark files (workflow.suite.sharktank.Selection), also kept on it as
+    suite.benchmark_files; a bad selection or benchmark file raises Refused."""
+    from workflow.suite.sharktank import attach
+
+    try:
+        return attach(suite)
+    except ConfigError as exc:
+        raise Refused("invalid benchmark files", exc.problems) from None
 
 
-def check_goldens_or_exit(suite: Suite) -> None:
+def check_goldens(suite: Suite) -> None:
     """A broken golden file refuses the run before any job, like a broken suite."""
     from workflow.regression.goldens import check_dir
 
     problems = check_dir(suite.config["goldens"]["dir"], suite.config["skus"])
     if problems:
-        _refuse("invalid golden files", problems)
+        raise Refused("invalid golden files", problems)
+
+
+def report_case_paths(suite: Suite, bench) -> list[str]:
+    """The case records the report step reads: every IREE case's, then those of the
+    suite's benchmark files (`bench`, from attach_benchmark_files)."""
+    from workflow.paths import case_path
+    from workflow.suite.sharktank import case_paths
+
+    return [case_path(c) for c in suite.iree_cases] + case_paths(bench)
 
 
 def torch_golden_inputs(suite: Suite) -> list[str]:
@@ -57,6 +85,27 @@ def torch_batch_plan(suite: Suite, sku: str, backend: str, recipe: str, batch: s
 def unsupported_plan(suite: Suite) -> list[dict]:
     """Cases known unsupported while planning, recorded by the report step."""
     return [{"identity": c.identity(), "reason": c.unsupported} for c in suite.unsupported_cases]
+
+
+def bench_module_files(bench, sku: str, benchmark: str, pattern: str) -> list[str]:
+    """The compiled modules (or their stage JSONs: `pattern` is BF_COMPILE_VMFB or
+    BF_COMPILE_META) that a pipeline benchmark file loads before its own, on one SKU."""
+    return [pattern.format(sku=sku, benchmark=m) for m in bench.module_ids(benchmark)]
+
+
+def bench_identity(bench, sku: str, benchmark: str) -> dict:
+    """The case identity of one benchmark file on one SKU."""
+    from workflow.suite.sharktank import identity
+
+    return identity(next(c for c in bench.cases if c.sku == sku and c.benchmark == benchmark))
+
+
+def bench_provenance(bench, sku: str, benchmark: str) -> dict:
+    """Where a benchmark file's case comes from: the file, its golden key, its device."""
+    f = bench.file(benchmark)
+    return {"benchmark_file": str(f.path), "golden_key": bench.golden_key(sku),
+            "iree_device": f.data["device"],
+            "compiled_file_name": f.data.get("compiled_file_name")}
 
 
 def package_version(name: str) -> str:

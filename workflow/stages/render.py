@@ -1,6 +1,6 @@
 """File entry points of the render rules: read results/report.json (and the measured
-peak), render one format, write it atomically. The scripts/render_*.py adapters call
-exactly one of these."""
+peak), render one format, write it atomically. The one adapter scripts/render.py calls
+the function named like its rule (measure_peak, render_markdown, ...)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 from workflow.backends.proc import first_lines
-from workflow.records.case import build_torch_case
+from workflow.errors import OWN_BUG_EXIT, OwnBug
+from workflow.records.case import assemble, torch_provenance
+from workflow.records.stage import FAILED, UNSUPPORTED, StageResult
 from workflow.records.storage import write_json
 from workflow.stats import summary as stats
 
@@ -87,6 +89,10 @@ def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None)
                 results[msg["case"]] = msg["result"]
                 current = None
         code = proc.wait()
+        if code == OWN_BUG_EXIT:
+            tail = Path(log).read_text()[-4000:] if log else ""
+            raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
+                         f"case {current}):\n{tail}")
         if current is not None or code != 0:
             tail = Path(log).read_text()[-2000:] if log else ""
             return results, current, first_lines(
@@ -138,13 +144,44 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     measure_s = time.monotonic() - t0
     records = []
     for case in cases:
-        rec = build_torch_case(case["identity"], sku, char[case["id"]],
-                               samples.get(case["id"], []), failures.get(case["id"]),
-                               noisy_reruns=int(case["id"] in reruns))
-        data = rec.to_dict()
+        results = torch_results(char[case["id"]], samples.get(case["id"], []),
+                                failures.get(case["id"]), m, case["identity"]["compile_mode"],
+                                noisy_reruns=int(case["id"] in reruns))
+        data = assemble(case["identity"], results,
+                        torch_provenance(sku, char[case["id"]])).to_dict()
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
         "cases": [c["id"] for c in cases], "seconds": measure_s,
         "worker_passes": 1 + m["invocations"] + (m["invocations"] if reruns else 0)})
     return records
+
+
+def torch_results(char: dict, samples: list[dict], failure: str | None, m: dict,
+                  compile_mode: str | None, noisy_reruns: int = 0) -> list[StageResult]:
+    """A torch case's stage results for the one case assembler: `characterize` (graph,
+    accuracy, memory, profile, torch.compile's first call), then `run` (the timing
+    statistics of its invocations). Failures of either are recorded at stage `run`."""
+    status = char.get("status")
+    if status == "unsupported":
+        return [StageResult("characterize", UNSUPPORTED, error=char["reason"])]
+    if status != "ok":
+        return [StageResult("characterize", FAILED, "run", char.get("error", "unknown error"))]
+    data = {k: char[k] for k in ("graph", "accuracy", "memory", "profile", "flops")}
+    if char.get("compile_seconds") is not None:
+        data["compile"] = {"seconds": char["compile_seconds"], "dispatch_count": None,
+                           "binary_bytes": None, "flags": [f"mode={compile_mode}"]}
+    results = [StageResult("characterize", data=data)]
+    if failure:
+        return [*results, StageResult("run", FAILED, "run", failure)]
+    timing = stats.summarize([s["median_ms"] for s in samples], m["noisy_cv"])
+    phases = None
+    if samples and "phases_ms" in samples[0]:
+        phases = {k: stats.median([s["phases_ms"][k] for s in samples])
+                  for k in samples[0]["phases_ms"]}
+    # torch has no --benchmark_repetitions: its timed calls per invocation are their own field.
+    timing.update(repetitions=None,
+                  calls_per_invocation=int(stats.median([s["iterations"] for s in samples])),
+                  first_run_ms=char["first_run_ms"], noisy_reruns=noisy_reruns,
+                  phases_ms=phases)
+    return [*results, StageResult("run", data={"timing": timing})]

@@ -12,10 +12,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from workflow.backends.torch.recipes import parse, static_reason
 from workflow.errors import ConfigError
 from workflow.models.registry import all_models
 from workflow.suite import shapes as shape_generators
-from workflow.suite.recipes import parse, static_reason
 from workflow.suite.schema import read_yaml, validate_suite
 from workflow.suite.torchao import translate_model_params
 

@@ -8,9 +8,6 @@ that the rest of the code never guesses a default of its own.
 from __future__ import annotations
 
 import copy
-import json
-import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +16,15 @@ import yaml
 
 from workflow.errors import ConfigError
 from workflow.paths import REPO_ROOT
+from workflow.records import schemas
 
 CONFIG_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
 
 
-@cache
 def load_schema(path: str | Path = CONFIG_SCHEMA) -> dict:
-    path = Path(path)
-    with path.open() as fh:
-        if path.suffix == ".json":
-            return json.load(fh)
-        return yaml.safe_load(fh)
+    """The suite schema (or another schema file); cached, so do not modify it."""
+    return schemas.read(path)
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -79,44 +73,9 @@ def _expected(error: jsonschema.ValidationError) -> str:
 
 
 def schema_problems(instance: Any, schema: dict, source: str) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = schemas.validator(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     return [f"{source}: {key_path(e.absolute_path)}: {_expected(e)}" for e in errors]
-
-
-def _resolve(schema: dict, root: dict) -> dict:
-    ref = schema.get("$ref")
-    if ref and ref.startswith("#/"):
-        target = root
-        for part in ref[2:].split("/"):
-            target = target[part]
-        merged = dict(target)
-        merged.update({k: v for k, v in schema.items() if k != "$ref"})
-        return merged
-    return schema
-
-
-def apply_defaults(instance: Any, schema: dict, root: dict | None = None) -> Any:
-    """Returns a copy of a schema-valid instance with every missing key's default filled in."""
-
-    root = root if root is not None else schema
-    schema = _resolve(schema, root)
-    if isinstance(instance, dict):
-        out = copy.deepcopy(instance)
-        for name, sub in schema.get("properties", {}).items():
-            sub_r = _resolve(sub, root)
-            if name not in out and "default" in sub_r:
-                out[name] = copy.deepcopy(sub_r["default"])
-            if name in out:
-                out[name] = apply_defaults(out[name], sub_r, root)
-        for pattern, sub in schema.get("patternProperties", {}).items():
-            for name in out:
-                if re.search(pattern, name):
-                    out[name] = apply_defaults(out[name], sub, root)
-        return out
-    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
-        return [apply_defaults(item, schema["items"], root) for item in instance]
-    return instance
 
 
 def suite_schema() -> dict:
@@ -141,7 +100,7 @@ def suite_schema() -> dict:
         rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
                       "then": then})
     workload["allOf"] = rules
-    from workflow.suite.recipes import RECIPE_HELP, RECIPE_PATTERN
+    from workflow.backends.torch.recipes import RECIPE_HELP, RECIPE_PATTERN
 
     schema["$defs"]["recipe_name"].update({"pattern": RECIPE_PATTERN, "x-expected": RECIPE_HELP})
     return schema
@@ -180,7 +139,8 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     problems = schema_problems(raw, schema, source) + unavailable_problems(raw, source)
     if problems:
         raise ConfigError(problems)
-    suite = apply_defaults(raw, schema)
+    suite = copy.deepcopy(raw)
+    schemas.validator(schema, fill_defaults=True).validate(suite)
     suite["model_modules"] = modules
     return suite
 

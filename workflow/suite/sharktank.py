@@ -18,11 +18,11 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from workflow.errors import ConfigError
+from workflow.paths import BF_CASE
+from workflow.records import schemas
 from workflow.suite.schema import REPO_ROOT, key_path, schema_problems
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -36,10 +36,8 @@ OWNED_FLAGS = (REPETITIONS_FLAG, WARMUP_FLAG, "--benchmark_format=", "--benchmar
 INPUT_TYPE = "auto"
 
 
-@cache
 def file_schema() -> dict:
-    text = resources.files("workflow").joinpath("schemas/benchmark_file.schema.json").read_text()
-    return json.loads(text)
+    return schemas.load("benchmark_file")
 
 
 def default_dir() -> Path:
@@ -356,37 +354,16 @@ def identity(case: BenchCase) -> dict:
             "mode": "inference", "workload": f.id, "layers": None}
 
 
-# Targets of the benchmark-file rules: a tree of their own, so that no rule of the
-# export-based pipeline can also produce them.
-BF_DIR = "results/bench_files"
-BF_COMPILE = BF_DIR + "/compile/{sku}/{benchmark}"
-BF_RUN = BF_DIR + "/run/{sku}/{benchmark}"
-BF_CASE = BF_DIR + "/cases/{sku}/{benchmark}.json"
-
-
 def attach(suite) -> Selection:
     """Selects a suite's benchmark files and keeps them on it (suite.benchmark_files)."""
     suite.benchmark_files = select(suite.config, suite.source)
     return suite.benchmark_files
 
 
-def attach_or_exit(suite) -> Selection:
-    """attach() for the Snakefile: a bad selection or benchmark file refuses the suite
-    before any job runs, every problem on its own line."""
-    import sys
-
-    try:
-        return attach(suite)
-    except ConfigError as exc:
-        print("benchflow: invalid benchmark files, no job was run:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
-        sys.exit(1)
-
-
-def case_paths(suite) -> list[str]:
-    """Case records of the suite's benchmark files (the report's further inputs)."""
-    sel = suite.benchmark_files
+def case_paths(sel: Selection | None) -> list[str]:
+    """Case records of a suite's benchmark files, from attach() (the report's further
+    inputs). The Snakefile refuses a bad selection with every problem listed
+    (workflow.stages.plan.attach_benchmark_files)."""
     if sel is None:
         return []
     return [BF_CASE.format(sku=c.sku, benchmark=c.benchmark) for c in sel.cases]

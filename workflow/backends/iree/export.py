@@ -7,12 +7,12 @@ importer, seeded inputs, fp32 eager reference outputs and aten op statistics.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
 
 import numpy as np
 
+from workflow.backends.proc import worker_main
 from workflow.models.registry import get_model, load_model_files
 from workflow.records.storage import write_json
 
@@ -99,4 +99,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    worker_main(main)

@@ -6,10 +6,11 @@ iree.runtime with the saved inputs and saves its outputs.
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
+
+from workflow.backends.proc import worker_main
 
 
 def run_module(vmfb: str, inputs_npz: str, device: str) -> tuple[list[np.ndarray], float]:
@@ -36,4 +37,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    worker_main(main)

@@ -23,8 +23,15 @@ import time
 import traceback
 from pathlib import Path
 
+from workflow.backends.torch.recipes import (
+    Device,
+    device_reason,
+    layer_reason,
+    parse,
+    torchao_config,
+)
+from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.models.registry import get_model, load_model_files, tolerance_for
-from workflow.suite.recipes import Device, device_reason, layer_reason, parse, torchao_config
 
 
 class Unsupported(Exception):
@@ -172,6 +179,19 @@ def graph_stats_compiled(prepared: Prepared) -> dict:
 
 
 def characterize(case: dict, backend: dict, plan: dict) -> dict:
+    """Everything about a case but its steady-state time: accuracy, SQNR, first call,
+    compile time, peak memory, profiles, graph statistics.
+
+    memory.peak_bytes is this case's alone: the peak (the process's RSS high-water
+    mark, or on CUDA the caching allocator's peak) is reset right before the case's
+    module is built and read right after its first call. It covers building, casting
+    and quantizing the module, torch.compile's compilation and the first call (for
+    training, also the eval-mode forward pass that measures accuracy before it); it
+    does not cover the fp32 reference run before it, nor the graph statistics
+    (torch.export, Dynamo's explain) and the unquantized SQNR baseline after it. RSS
+    is reset to the current resident set, not to zero, so it still counts what the
+    process held before (the interpreter, torch, the reference's outputs).
+    """
     import torch
 
     from workflow.stats.accuracy import compare, sqnr_db
@@ -189,6 +209,7 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     with torch.no_grad():
         reference = _numpy_outputs(ref.module(*ref.inputs))
     del ref
+    # The case's peak memory starts here (see the docstring).
     if device.kind == "cuda":
         torch.cuda.reset_peak_memory_stats()
     reset_peak_rss()
@@ -196,7 +217,6 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
         prepared = Prepared(case, backend, device)
     except Unsupported as exc:
         return {"status": "unsupported", "reason": str(exc)}
-    graph = graph_stats_compiled(prepared)
     if prepared.mode == "training":
         # Accuracy of the forward pass before any optimizer step changes the weights.
         prepared.module.eval()
@@ -206,6 +226,11 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     out = prepared.call()  # torch.compile compiles here: the first call is timed apart
     sync(device)
     first_s = time.perf_counter() - t0
+    # ... and ends here, before the graph statistics and the SQNR baseline.
+    if device.kind == "cuda":
+        memory = {"peak_bytes": int(torch.cuda.max_memory_allocated()), "kind": "allocator"}
+    else:
+        memory = {"peak_bytes": peak_rss_bytes(), "kind": "rss"}
     if prepared.mode != "training":
         actual = _numpy_outputs(out)
     tol = tolerance_for(w, plan["tolerances"])
@@ -216,19 +241,24 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
         base = get_model(w["model"]).build(w["config"], w["dtype"], w["layers"], w["shape"])
         with torch.no_grad():
             baseline = _numpy_outputs(base.module.to(prepared.inputs[0].device)(*prepared.inputs))
+        del base
         worst = min(sqnr_db(a, b) for a, b in zip(actual, baseline, strict=True))
         accuracy["sqnr_db"] = None if math.isinf(worst) else worst
         accuracy["sqnr_reference"] = "baseline recipe"
-    if device.kind == "cuda":
-        memory = {"peak_bytes": int(torch.cuda.max_memory_allocated()), "kind": "allocator"}
-    else:
-        memory = {"peak_bytes": peak_rss_bytes(), "kind": "rss"}
     profile = write_profiles(prepared, case, plan, w)
+    # Last: torch._dynamo.explain resets Dynamo, so the compiled module is not called
+    # again after it (the profiles above run it warm).
+    graph = graph_stats_compiled(prepared)
+    gpu = {}
+    if device.kind == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        gpu = {"gpu_name": props.name, "gpu_count": torch.cuda.device_count(),
+               "gpu_memory_bytes": int(props.total_memory)}
     return {
         "status": "ok", "graph": graph, "accuracy": accuracy, "memory": memory,
         "first_run_ms": first_s * 1e3, "flops": prepared.flops,
         "compile_seconds": first_s if backend["kind"] == "inductor" else None,
-        "profile": profile, "device_capability": device.cuda_capability,
+        "profile": profile, "device_capability": device.cuda_capability, **gpu,
     }
 
 
@@ -312,6 +342,9 @@ def main(argv: list[str]) -> None:
             result = fn(case, plan["backend"], plan)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
+            if raised_in_own_code(exc):
+                # Our bug, not the case's: the parent fails the job (errors.OwnBug).
+                sys.exit(OWN_BUG_EXIT)
             result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         emit("result", case["id"], result=result)
 

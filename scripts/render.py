@@ -1,0 +1,19 @@
+# Adapter: the Snakemake rules `measure_peak` and `render_*` (rules/render.smk) ->
+# workflow.stages.render.<the rule's name>, with the rule's `report` and `peak` inputs
+# and its one output; everything the function prints goes to the rule's log.
+import contextlib
+
+from workflow.stages import render
+
+stage = getattr(render, snakemake.rule)
+inputs = dict(snakemake.input.items())
+kwargs = {"report": inputs["report"]} if "report" in inputs else {}
+if "peak" in inputs:
+    kwargs["peak_path"] = inputs["peak"]
+
+with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
+        contextlib.redirect_stderr(log):
+    result = stage(out=snakemake.output[0], **kwargs)
+    # measure_peak returns the peak it measured: the log keeps it.
+    if result is not None:
+        print(result)

@@ -1,0 +1,73 @@
+"""The layout rule of docs/DESIGN.md: sub-packages by concern, imports only downward."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "workflow"
+
+# Top to bottom; a module may import its own package and any lower layer, never a
+# higher one or a peer on its own level.
+LAYERS = [
+    ("cli",),
+    ("stages",),
+    ("regression",),
+    ("suite", "render"),
+    ("backends",),
+    ("records",),
+    ("models",),
+    ("stats",),
+    ("errors", "paths"),
+]
+RANK = {name: len(LAYERS) - i for i, names in enumerate(LAYERS) for name in names}
+MAX_LOOSE = 8
+
+
+def _top(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "workflow" and len(parts) > 1 else None
+
+
+def _imports(path: Path):
+    """Every `workflow.*` import of a file, module level or inside functions."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names] \
+                if node.module == "workflow" else [node.module]
+            yield node.lineno, names
+        elif isinstance(node, ast.Import):
+            yield node.lineno, [a.name for a in node.names]
+
+
+def test_every_workflow_module_belongs_to_a_layer():
+    for path in PKG.rglob("*.py"):
+        own = path.relative_to(PKG).parts[0].removesuffix(".py")
+        if own != "__init__":
+            assert own in RANK, f"{path}: add {own!r} to a layer in tests/test_layout.py"
+
+
+def test_imports_only_go_downward():
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        own = path.relative_to(PKG).parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue
+        for line, names in _imports(path):
+            for name in names:
+                top = _top(name)
+                if top is None or top == own:
+                    continue
+                if RANK.get(top, 0) >= RANK[own]:
+                    wrong.append(f"{path.relative_to(PKG.parent)}:{line}: {own} imports {name}")
+    assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_few_loose_modules_and_documented_packages():
+    loose = [p.name for p in PKG.glob("*.py") if p.name != "__init__.py"]
+    assert len(loose) <= MAX_LOOSE, loose
+    packages = [p for p in PKG.iterdir() if (p / "__init__.py").exists()]
+    assert len(packages) >= 5
+    for pkg in packages:
+        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
+        assert doc and "import" in doc.lower(), f"{pkg.name}: say what it owns and imports"

@@ -1,0 +1,57 @@
+"""`benchflow benchmarks`: list (or run) the sharktank-format benchmark files a suite
+selects, with the options of sharktank's run_benchmarks.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from workflow.paths import REPO_ROOT
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("benchmarks", help="list or run the sharktank-format benchmark files a "
+                                          "suite selects (run_benchmarks.py's options)")
+    p.add_argument("--configfile", nargs="*", default=None, help="suite files (default suite)")
+    p.add_argument("--dir", help="directory of benchmark files")
+    p.add_argument("--model", nargs="+", help="model directories (globs)")
+    p.add_argument("--filename", help="glob on file names without .json")
+    p.add_argument("--sku", nargs="+", help="suite SKUs that run them")
+    p.add_argument("--backend", nargs="+", help="file-name backend suffixes (e.g. cpu)")
+    p.add_argument("--run", action="store_true", help="run them: snakemake TARGET")
+    p.add_argument("--target", default="results/report.json")
+    p.add_argument("--cores", default="all")
+    p.add_argument("-n", "--dry-run", action="store_true", help="with --run: snakemake -n")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Lists (or runs) the benchmark files a suite selects, with sharktank's options."""
+    from workflow.suite.load import load
+    from workflow.suite.sharktank import attach
+
+    override = {k: v for k, v in {
+        "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
+        "backends": args.backend}.items() if v is not None}
+    suite = load(args.configfile, {"benchmark_files": override} if override else None)
+    sel = attach(suite)
+    for case in sel.cases:
+        print(f"  {case.id}  ({case.file.path})")
+    for fid, sku, why in sel.skipped:
+        print(f"  skipped {fid} on {sku}: {why}")
+    print(f"{len(sel.cases)} benchmark case(s) selected")
+    if not args.run:
+        return 0
+    # Snakemake parses --config values as YAML with strings only; JSON is such YAML.
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
+           "--cores", str(args.cores), args.target]
+    for f in args.configfile or []:
+        cmd += ["--configfile", str(f)]
+    if override:
+        cmd += ["--config", "benchmark_files=" + json.dumps(override)]
+    if args.dry_run:
+        cmd.append("-n")
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd).returncode

@@ -1,0 +1,64 @@
+"""`benchflow bless`: write goldens (and golden fields of benchmark files) from reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workflow.records.storage import read_json
+
+
+def add_parser(sub) -> None:
+    from workflow.regression.goldens import DEFAULT_GRANULARITY
+
+    p = sub.add_parser("bless", help="write goldens from a report (dry run without --yes)")
+    p.add_argument("--report", required=True, type=Path, nargs="+",
+                   help="the report; several: the last is the newest, and every one's "
+                        "invocation medians are pooled into the goldens")
+    p.add_argument("--goldens", required=True, type=Path, help="goldens directory")
+    p.add_argument("--sku", help="only this SKU's cases")
+    p.add_argument("--cases", help="only case ids matching this glob")
+    p.add_argument("--size-granularity", type=int, default=DEFAULT_GRANULARITY,
+                   help=f"round sizes up to a multiple of this (default {DEFAULT_GRANULARITY})")
+    p.add_argument("--benchmark-files", action="store_true",
+                   help="also record golden_time_ms/golden_dispatch/golden_size in the "
+                        "benchmark files the report's cases came from")
+    p.add_argument("--yes", action="store_true", help="write (default: print what would change)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workflow.regression import goldens
+
+    # Several reports: the last is the newest; the others' invocation medians are pooled.
+    *earlier_paths, newest = args.report
+    report = read_json(newest)
+    earlier = [read_json(p) for p in earlier_paths]
+    for path, r in zip(earlier_paths, earlier, strict=True):
+        sha, new_sha = r["provenance"].get("git_sha"), report["provenance"].get("git_sha")
+        if sha != new_sha:
+            print(f"warning: {path} was measured at {sha}, {newest} at {new_sha}: pooling "
+                  "runs of different commits", file=sys.stderr)
+    plan = goldens.plan_bless(report, str(newest), args.goldens, sku=args.sku,
+                              cases=args.cases, granularity=args.size_granularity,
+                              earlier=earlier)
+    lines = goldens.describe(plan)
+    file_lines = (goldens.bless_benchmark_files(report, args.size_granularity, sku=args.sku,
+                                                cases=args.cases, write=args.yes)
+                  if args.benchmark_files else [])
+    print(f"bless {', '.join(map(str, args.report))} -> {args.goldens} (sizes rounded up to "
+          f"{args.size_granularity} B):")
+    print("\n".join(lines) if lines else "  no case matches")
+    if file_lines:
+        print("benchmark files:")
+        print("\n".join(file_lines))
+    if not plan.changes and not file_lines:
+        return 1  # nothing matched: most likely a wrong --sku or --cases
+    if not args.yes:
+        print(f"dry run: nothing written; --yes writes {len(plan.changes)} golden(s) to "
+              f"{len(plan.files)} file(s)" + (" and the benchmark files" if file_lines else ""))
+        return 0
+    goldens.write_plan(plan)
+    print(f"wrote {len(plan.changes)} golden(s) to {', '.join(sorted(plan.files)) or 'no file'}")
+    return 0

@@ -1,0 +1,35 @@
+"""`benchflow check`: the gate; exit 1 naming every case that regressed vs its goldens."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workflow.cli.options import add_gate_options, gate_settings
+from workflow.records.storage import read_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check", help="exit 1 naming every case that regressed vs its goldens")
+    p.add_argument("--report", required=True, type=Path)
+    p.add_argument("--goldens", type=Path,
+                   help="judge against this goldens directory (default: the report's verdicts)")
+    add_gate_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from workflow.regression import gate
+
+    report = read_json(args.report)
+    if args.goldens:
+        report = gate.rejudge(report, args.goldens, asdict(gate_settings(args)))
+    found = gate.findings(report)
+    for f in found:
+        print(f"REGRESSED {f.line()}")
+    verdicts = gate.summary(report, found)["time_verdicts"]
+    print(f"{'FAIL' if found else 'ok'}: {len(found)} of {len(report['cases'])} case(s) "
+          f"regressed; time verdicts {verdicts}")
+    return 1 if found else 0

@@ -1,0 +1,30 @@
+"""`benchflow compare`: what regressed, improved or stayed between two reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from workflow.cli.options import add_gate_options, gate_settings
+from workflow.records.storage import read_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compare", help="what regressed, improved or stayed between two reports")
+    p.add_argument("base", type=Path)
+    p.add_argument("new", type=Path)
+    p.add_argument("--format", choices=["md", "json"], default="md")
+    add_gate_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workflow.regression import compare
+
+    result = compare.compare(read_json(args.base), read_json(args.new), gate_settings(args))
+    if args.format == "json":
+        print(json.dumps(compare.to_json(result), indent=1))
+    else:
+        print(compare.to_markdown(result))
+    return 0

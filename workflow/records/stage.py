@@ -1,0 +1,51 @@
+"""The result of one stage: the single shape every stage returns and writes.
+
+A stage JSON on disk is this record flattened (`status`, `stage`, `failed_stage`,
+`error`, `started_at`, `finished_at` and the stage's own data side by side), so that
+earlier results stay readable and a user can read one file per stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workflow.records.storage import read_json, write_json
+
+OK, FAILED, UNSUPPORTED = "ok", "failed", "unsupported"
+_OWN = ("stage", "status", "failed_stage", "error", "started_at", "finished_at")
+
+
+@dataclass
+class StageResult:
+    stage: str
+    status: str = OK                 # ok | failed | unsupported
+    failed_stage: str | None = None  # the stage that failed: this one or one upstream
+    error: str | None = None         # the tool's own words (first lines), or the reason
+    data: dict[str, Any] = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def to_json(self) -> dict:
+        return {**self.data, "stage": self.stage, "status": self.status,
+                "failed_stage": self.failed_stage, "error": self.error,
+                "started_at": self.started_at, "finished_at": self.finished_at}
+
+    @classmethod
+    def from_json(cls, d: dict) -> StageResult:
+        return cls(stage=d.get("stage", "?"), status=d["status"],
+                   failed_stage=d.get("failed_stage"), error=d.get("error"),
+                   data={k: v for k, v in d.items() if k not in _OWN},
+                   started_at=d.get("started_at"), finished_at=d.get("finished_at"))
+
+    @classmethod
+    def read(cls, path: str | Path) -> StageResult:
+        return cls.from_json(read_json(path))
+
+    def write(self, path: str | Path) -> None:
+        write_json(path, self.to_json())

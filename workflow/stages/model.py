@@ -1,0 +1,50 @@
+"""The stage model: how every stage runs, fails and records its result.
+
+A stage body returns its data; `run_stage` wraps it into one `StageResult` and writes
+it as the stage JSON. Two kinds of failure are told apart on purpose:
+
+- a *tool's* failure (non-zero exit, timeout, signal, killed for memory, output that
+  cannot be read) is raised by the backends as `StageError`: it becomes a recorded
+  failed result, the job succeeds, and the case record names the stage and the error;
+- anything else raised in benchflow's own code is a bug: it propagates, the Snakemake
+  job fails loudly, nothing is cached as a result, and Snakemake's retries (and the
+  SLURM memory escalation of stages/resources.py) apply.
+
+A stage whose upstream failed records that failure unchanged instead of running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from workflow.errors import StageError
+from workflow.records.stage import FAILED, StageResult
+from workflow.records.storage import touch_empty
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_stage(stage: str, meta_path: str, artifacts: list[str], upstream: list[str],
+              body: Callable[[], dict]) -> StageResult:
+    """Runs `body` unless an upstream stage failed; writes meta_path unless our own code
+    raised (then the job fails and Snakemake removes its outputs)."""
+    result = StageResult(stage=stage, started_at=now_iso())
+    failed_up = next((up for up in map(StageResult.read, upstream) if not up.ok), None)
+    if failed_up is not None:
+        result.status, result.failed_stage = FAILED, failed_up.failed_stage
+        result.error = failed_up.error
+    else:
+        try:
+            result.data = body()
+        except StageError as exc:
+            result.status, result.failed_stage, result.error = FAILED, stage, exc.message
+    if not result.ok:
+        # Snakemake requires every declared output: a failed stage leaves them empty.
+        for art in artifacts:
+            touch_empty(art)
+    result.finished_at = now_iso()
+    result.write(meta_path)
+    return result
