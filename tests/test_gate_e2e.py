@@ -120,14 +120,16 @@ def test_blessed_goldens_pass_the_gate_until_a_real_regression(workdir, capsys):
     for c in cases(workdir).values():
         assert c["golden"]["source"] == "goldens/host.json"  # the suite's goldens.dir
         assert c["golden"]["test"] == "mann-whitney-exact" and c["golden"]["ratio"] == 1.0
-    # A real slowdown, as seen from the goldens: they claim 4x faster invocations.
+    # A real slowdown, as seen from the goldens: they claim 20x faster invocations. (20x,
+    # not less: these 3-invocation cases reach a CV of 70 % on a loaded 2-core machine,
+    # and a noisy case is judged a regression only when its samples are apart.)
     edit(gdir / "host.json", lambda d: d["cases"][LINEAR].update(
-        invocation_medians_ms=[x / 4 for x in d["cases"][LINEAR]["invocation_medians_ms"]],
-        median_ms=d["cases"][LINEAR]["median_ms"] / 4))
+        invocation_medians_ms=[x / 20 for x in d["cases"][LINEAR]["invocation_medians_ms"]],
+        median_ms=d["cases"][LINEAR]["median_ms"] / 20))
     gate = run(workdir, "results/gate.json", check=False)
     assert gate.returncode != 0 and f"{LINEAR}: time regressed" in gate.stdout + gate.stderr
     g = cases(workdir)[LINEAR]["golden"]
-    assert g["verdict"] == "regression" and g["ratio"] == pytest.approx(4.0)
+    assert g["verdict"] == "regression" and g["ratio"] == pytest.approx(20.0)
     assert g["p_value"] == pytest.approx(1 / 70)
     assert main(["check", "--report", report]) == 1
     assert f"REGRESSED {LINEAR}: time regressed" in capsys.readouterr().out
