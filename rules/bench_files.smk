@@ -1,8 +1,10 @@
 # bench-files: IREE sharktank-format benchmark files (benchmarks/<model>/<name>_<backend>.json).
-# Each selected file x SKU: compile its MLIR with the SKU's target flags plus the file's
-# flags, time it with its function, inputs and weights, then a case record judged
-# against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by the
-# Snakefile (workflow.stages.plan.attach_benchmark_files).
+# Each selected file x SKU that can run here: compile its MLIR with the SKU's target flags
+# plus the file's flags, time it with its function, inputs and weights, then a case record
+# judged against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by
+# the Snakefile (workflow.stages.plan.attach_benchmark_files); its MLIR, weights, inputs and
+# modules were found there (workflow.suite.sharktank), so none of these inputs is missing.
+# The pairs that cannot run are skipped cases, recorded by the report rule.
 from workflow.paths import (
     BF_CASE,
     BF_CASE_LOG,
@@ -60,11 +62,12 @@ rule run_bench_file:
         modules=lambda wc: bench_module_files(BENCH, wc.sku, wc.benchmark, BF_COMPILE_VMFB),
         module_metas=lambda wc: bench_module_files(BENCH, wc.sku, wc.benchmark,
                                                    BF_COMPILE_META),
-        data=lambda wc: bench_data_files(BENCH.file(wc.benchmark)),
+        data=lambda wc: bench_data_files(BENCH.file(wc.benchmark), BENCH.weights(wc.benchmark)),
     output:
         timing=BF_RUN_TIMING,
     params:
-        spec=lambda wc: bench_run_spec(BENCH.file(wc.benchmark), SUITE.sku(wc.sku)),
+        spec=lambda wc: bench_run_spec(BENCH.file(wc.benchmark), SUITE.sku(wc.sku),
+                                       BENCH.weights(wc.benchmark)),
         topology=lambda wc: SUITE.sku(wc.sku)["iree"]["task_topology_max_group_count"],
         runtime_version=IREE_RUNTIME_VERSION,
     log:

@@ -1,6 +1,11 @@
 # report: every case record -> results/report.json (schema-validated before writing).
 from workflow.paths import REPORT, REPORT_LOG, torch_batch_dir
-from workflow.stages.plan import report_case_paths, torch_golden_inputs, unsupported_plan
+from workflow.stages.plan import (
+    bench_skipped_plan,
+    report_case_paths,
+    torch_golden_inputs,
+    unsupported_plan,
+)
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
@@ -18,6 +23,8 @@ rule report:
         config_hash=SUITE.config_hash(),
         config_source=SUITE.source,
         unsupported=unsupported_plan(SUITE),
+        # Benchmark files that cannot run here: skipped cases, with their reasons.
+        skipped=bench_skipped_plan(BENCH),
         gate=SUITE.config["goldens"],
     log:
         REPORT_LOG,

@@ -8,6 +8,7 @@ aggregate(
     golden_files=list(snakemake.input.goldens),
     gate=snakemake.params.gate,
     unsupported=snakemake.params.unsupported,
+    skipped=snakemake.params.skipped,
     suite_name=snakemake.params.suite_name,
     config_hash=snakemake.params.config_hash,
     config_source=snakemake.params.config_source,

@@ -88,8 +88,10 @@ def test_every_readme_field_loads(tmp_path):
     f = load_file(write(tmp_path / "sdxl" / "clip_cpu.json", EVERY_FIELD))
     assert (f.id, f.model, f.submodel, f.backend) == ("sdxl.clip_cpu", "sdxl", "clip", "cpu")
     assert f.repetitions == 10 and f.warmup_s == 3.0
-    assert f.mlir == tmp_path / "sdxl" / "model.mlir"
-    assert f.weights == tmp_path / "sdxl" / "real_weights.irpa"
+    # As sharktank's runner: mlir_file_path from the benchmarks root (the model
+    # directory's parent), the named weights from <artifacts>/<model>_<submodel>/.
+    assert f.mlir == tmp_path / "model.mlir"
+    assert f.weights == tmp_path.parent / "artifacts" / "sdxl_clip" / "real_weights.irpa"
     assert f.goldens("cpu") == {"median_ms": 275.5, "tolerance": 1.1, "dispatch_count": 2089,
                                 "binary_bytes": 540000}
     assert f.goldens("mi300") == {}
@@ -170,9 +172,12 @@ def test_shipped_benchmarks_are_valid_and_cover_every_field(capsys):
     seen = set()
     for path in files:
         f = load_file(path)
+        assert f.not_runnable() is None
         assert f.mlir.exists() and all(Path(p).exists() for p in data_files(f))
         seen |= set(f.data)
-    readme_fields = set(EVERY_FIELD)
+    # The shipped files carry their weights (real_weights_file_path, from the benchmarks
+    # root); real_weights_file_name names a file of the artifact directory.
+    readme_fields = set(EVERY_FIELD) - {"real_weights_file_name"}
     assert readme_fields <= seen | {"benchmark_repetitions", "benchmark_min_warmup_time"}
     assert main(["validate", *map(str, files)]) == 0
 
@@ -185,16 +190,15 @@ def bench_dir(tmp_path) -> Path:
     root = tmp_path / "benchmarks"
     base = {"inputs": ["4xf32=1"], "function_run": "main", "benchmark_repetitions": 3,
             "benchmark_min_warmup_time": 0.1, "device": "local-task",
-            "mlir_file_path": "m.mlir"}
+            "mlir_file_path": "m.mlir"}  # relative to the benchmarks root
     write(root / "alpha" / "stage_cpu.json", base)
-    write(root / "alpha" / "pipe_cpu.json", {**base, "modules": ["stage"],
+    write(root / "alpha" / "pipe_cpu.json", {**base, "modules": ["alpha_stage"],
                                              "golden_time_ms": {"cpu": 2.0}})
     write(root / "alpha" / "pipe_rocm.json", {**base, "device": "hip"})
     write(root / "beta" / "odd_cpu.json", {**base, "specific_chip_to_ignore": ["generic"]})
     write(root / "beta" / "nomlir_cpu.json", {k: v for k, v in base.items()
                                               if k != "mlir_file_path"})
-    (root / "alpha" / "m.mlir").write_text("// placeholder module for selection tests\n")
-    (root / "beta" / "m.mlir").write_text("// placeholder module for selection tests\n")
+    (root / "m.mlir").write_text("// placeholder module for selection tests\n")
     return root
 
 
@@ -227,12 +231,16 @@ def test_select_by_model_filename_backend_and_sku(tmp_path):
     assert "device 'hip' does not run on a llvm-cpu SKU" in sel.skipped[0][2]
 
 
-def test_skipped_chips_and_files_without_mlir(tmp_path):
+def test_skipped_chips_and_files_without_mlir(tmp_path, monkeypatch):
+    monkeypatch.delenv("IREE_TEST_FILES", raising=False)  # the runner's default artifacts
     sel = select(suite_with(bench_dir(tmp_path), models=["beta"]), "s.yaml")
     assert ids(sel) == ["host/iree/beta.odd_cpu/baseline"]  # generic's target_cpu is ignored
     reasons = {(f, s): why for f, s, why in sel.skipped}
     assert "specific_chip_to_ignore lists ['generic']" in reasons[("beta.odd_cpu", "generic")]
-    assert reasons[("beta.nomlir_cpu", "host")] == "it names no mlir_file_path"
+    # No MLIR named: the quality tests' download in the artifact directory, absent here.
+    expected = tmp_path / "artifacts" / "beta_nomlir" / "model.mlir"
+    assert reasons[("beta.nomlir_cpu", "host")].startswith(
+        f"its MLIR is absent: expected {expected} (")
 
 
 def test_golden_keys_map_suite_skus_to_file_keys(tmp_path):
@@ -259,7 +267,11 @@ def test_selection_problems_name_file_and_key(tmp_path):
         select(suite_with(root, models=["alpha"]), "s.yaml")
     text = "\n".join(exc.value.problems)
     assert f"{root / 'alpha' / 'broken_cpu.json'}: inputs: expected array, got str 'x'" in text
-    assert f"{root / 'alpha' / 'pipe_cpu.json'}: modules[0]: expected a benchmark file" in text
+    # A pipeline whose module is missing is no refusal: it is skipped with why.
+    sel = select(suite_with(root, models=["alpha"], filename="pipe*"), "s.yaml")
+    assert sel.cases == [] and {s[1] for s in sel.skipped} == {"host", "generic"}
+    assert sel.skipped[0][2].startswith("modules[0] 'alpha_stage': no benchmark file "
+                                        "<model>/<submodel>_cpu.json under")
     with pytest.raises(ConfigError, match="benchmark_files.dir: expected a directory"):
         select(suite_with(tmp_path / "none", models=["*"]), "s.yaml")
 
@@ -281,13 +293,13 @@ def test_run_spec_and_command_line(tmp_path):
     sku = validate_suite(tiny_suite(), "s")["skus"]["host"]
     spec = run_spec(f, sku)
     assert spec["inputs"] == ["1x64xi64", f"4xf32=@{tmp_path / 'm' / 'x.bin'}"]
-    assert spec["parameters"] == [f"--parameters=model={tmp_path / 'm' / 'real_weights.irpa'}"]
+    weights = tmp_path.parent / "artifacts" / "m_x" / "real_weights.irpa"
+    assert spec["parameters"] == [f"--parameters=model={weights}"]
     assert spec["benchmark_flags"] == ["--device_allocator=caching"]  # format is benchflow's
     m = spec["measurement"]
     assert (m["repetitions"], m["min_warmup_time_s"]) == (10, 3.0)
     assert m["invocations"] == sku["measurement"]["invocations"]
-    assert data_files(f) == [str(tmp_path / "m" / "x.bin"), str(tmp_path / "m" /
-                                                                 "real_weights.irpa")]
+    assert data_files(f) == [str(tmp_path / "m" / "x.bin"), str(weights)]
     argv = iree.benchmark_argv("ibm", "main.vmfb", spec["function"], spec["inputs"], sku,
                                modules=["dep.vmfb"], extra_flags=spec["parameters"] +
                                spec["benchmark_flags"], repetitions=10, warmup_s=3.0,

@@ -42,12 +42,56 @@ def test_plan_is_a_one_case_suite_from_the_options(suite_file):
                              "-df", "Fp16_b", "--sku", "generic", "--loop-count", "7",
                              "--configfile", str(suite_file)))
     case = plan.case
-    assert case.id == "generic/iree/bert-tiny-L1-1x16-bf16/baseline"
-    assert plan.suite["skus"]["generic"]["measurement"]["repetitions"] == 7
+    # 7 repetitions is not the SKU's 3: another measurement, so a SKU of its own.
+    assert case.id == "generic-loop7/iree/bert-tiny-L1-1x16-bf16/baseline"
+    assert plan.suite["skus"]["generic-loop7"]["measurement"]["repetitions"] == 7
     # The SKU is the suite's own otherwise: the local-sync device of `generic`.
-    assert plan.suite["skus"]["generic"]["iree"]["device"] == "local-sync"
-    assert list(plan.suite["skus"]) == ["generic"]
-    assert plan.workdir == Path("results/cli/generic+iree+bert-tiny-L1-1x16-bf16+baseline")
+    assert plan.suite["skus"]["generic-loop7"]["iree"]["device"] == "local-sync"
+    assert list(plan.suite["skus"]) == ["generic-loop7"]
+    assert plan.workdir == Path(
+        "results/cli/generic-loop7+iree+bert-tiny-L1-1x16-bf16+baseline")
+
+
+@pytest.mark.parametrize("model,config,layers", [
+    ("bert", "tiny", 2), ("bert", "base", 12), ("bert", "large", 24), ("gpt2", "tiny", 2),
+    ("gpt2", "small", 12), ("llama", "tiny", 2), ("mlp", None, 2),
+    ("transformer_block", "small", 1)])
+def test_layers_of_the_configs_own_depth_are_the_plain_case(suite_file, model, config, layers):
+    opts = ["-m", model, "--configfile", str(suite_file)] + (["-c", config] if config else [])
+    plain = plan_run(run_args(*opts))
+    same = plan_run(run_args(*opts, "--layers", str(layers)))
+    # The same case, suite and work directory: nothing to rerun, nothing to tell apart.
+    assert same.case.id == plain.case.id and "-L" not in plain.case.id
+    assert same.suite == plain.suite and same.workdir == plain.workdir
+    assert same.case.workload == plain.case.workload
+    other = plan_run(run_args(*opts, "--layers", str(layers + 1)))
+    assert f"-L{layers + 1}-" in other.case.id and other.case.workload.layers == layers + 1
+
+
+def test_a_suite_workload_with_the_configs_own_depth_is_the_plain_one(tmp_path):
+    from workflow.suite.load import load
+
+    suite = load([write_suite(tmp_path / "s.yaml", tiny_suite(workloads=[
+        {"model": "bert", "configs": ["tiny", "base"], "layers": 2, "shapes": [[1, 8]]}]))])
+    assert sorted(suite.workloads) == ["bert-base-L2-1x8-f32", "bert-tiny-1x8-f32"]
+    assert suite.workloads["bert-tiny-1x8-f32"].layers is None
+
+
+def test_loop_count_is_a_sku_of_its_own_unless_it_is_the_skus(suite_file):
+    opts = ["-m", "linear", "--sku", "host", "--configfile", str(suite_file)]
+    plain = plan_run(run_args(*opts))
+    # The SKU's own repetitions (3): the plain case, the same suite.
+    same = plan_run(run_args(*opts, "--loop_count", "3"))
+    assert same.case.id == plain.case.id == "host/iree/linear-f32/baseline"
+    assert same.suite == plain.suite and same.workdir == plain.workdir
+    other = plan_run(run_args(*opts, "--loop_count", "5"))
+    assert other.case.id == "host-loop5/iree/linear-f32/baseline"
+    assert other.workdir != plain.workdir
+    assert other.suite["skus"]["host-loop5"]["measurement"] == {
+        **plain.suite["skus"]["host"]["measurement"], "repetitions": 5}
+    # Torch backends do not use repetitions: refused rather than silently ignored.
+    with pytest.raises(ConfigError, match="--loop_count: sets the repetitions"):
+        plan_run(run_args(*opts, "-b", "torch-eager", "--loop_count", "5"))
 
 
 def test_plan_defaults_take_the_default_suites_first_sku():
@@ -116,27 +160,62 @@ def test_corrupt_output_file_is_refused_before_anything_runs(tmp_path, capsys):
 
 
 @pytest.mark.e2e
-def test_run_appends_records_through_the_workflow(tmp_path, suite_file, capsys):
-    out = tmp_path / "perf.json"
-    argv = ["run", "-m", "linear", "--shape", "16x32x32", "--sku", "host", "--loop-count", "2",
-            "--configfile", str(suite_file), "-o", str(out), "--cores", "2",
-            "--workdir", str(tmp_path / "work")]
-    assert main(argv) == 0
-    first = capsys.readouterr().out
-    assert first.startswith("ok host/iree/linear-16x32x32-f32/baseline  median ")
+def test_run_appends_records_and_reruns_only_what_changes(tmp_path, suite_file, capsys,
+                                                          monkeypatch):
+    """One small case (mlp, 2 layers by default) through the workflow: repeated, with
+    --layers of its own depth, with --loop_count of the SKU's repetitions (all the plain
+    case: nothing reruns), with another --loop_count (a SKU of its own, measured once,
+    not invalidating the plain case), into a benchflow and a Forge results file."""
+    monkeypatch.chdir(tmp_path)  # the default work directories, results/cli/<case>
+    out, forge = tmp_path / "perf.json", tmp_path / "forge.json"
+    theirs = {"total_time": 2.5, "total_samples": 128, "samples_per_sec": 51.2,
+              "args": {"model": "bert", "config": "tiny", "loop_count": 128},
+              "arch": "BackendDevice.Wormhole_B0", "machine_name": "tt", "hash": "1a2b3c4",
+              "date": "24-05-01"}
+    forge.write_text(json.dumps([theirs]))
+    base = ["run", "-m", "mlp", "--shape", "16x32x32", "--sku", "host",
+            "--configfile", str(suite_file), "--cores", "2"]
+    plain_id = "host/iree/mlp-16x32x32-f32/baseline"
+    plain_log = Path("results/cli/host+iree+mlp-16x32x32-f32+baseline/snakemake.log")
+
+    def run(*extra: str) -> str:
+        assert main([*base, *extra]) == 0
+        return capsys.readouterr().out
+
+    first = run("-o", str(out))
+    assert first.startswith(f"ok {plain_id}  median ")
     assert "appended to" in first and "(1 records)" in first
-    # The case ran through snakemake in the work directory, with the one-case suite.
-    work = tmp_path / "work"
-    assert (work / "results/cases/host/iree/linear-16x32x32-f32/baseline.json").exists()
-    assert "Nothing to be done" not in (work / "snakemake.log").read_text()
-    # Same command again: everything is up to date, and a second record is appended.
-    assert main(argv) == 0
-    assert "Nothing to be done" in (work / "snakemake.log").read_text()
+    # The case ran through snakemake in its work directory, with the one-case suite.
+    assert (plain_log.parent / f"results/cases/{plain_id}.json").exists()
+    assert "Nothing to be done" not in plain_log.read_text()
+    # The same command, --layers 2 (mlp's own depth), --loop_count 3 (the SKU's own
+    # repetitions): all the plain case, up to date; a record is appended each time.
+    for extra in ([], ["--layers", "2"], ["--loop_count", "3"]):
+        assert run(*extra, "-o", str(out)).startswith(f"ok {plain_id}  ")
+        assert "Nothing to be done" in plain_log.read_text(), extra
+    # Another loop count is another measurement, in a work directory of its own.
+    loop_id = "host-loop2/iree/mlp-16x32x32-f32/baseline"
+    assert run("--loop_count", "2", "-o", str(forge)).startswith(f"ok {loop_id}  median ")
+    loop_log = Path("results/cli/host-loop2+iree+mlp-16x32x32-f32+baseline/snakemake.log")
+    assert "Nothing to be done" not in loop_log.read_text()
+    # ... which neither overwrote nor invalidated the plain case's results.
+    assert run("-o", str(out)).startswith(f"ok {plain_id}  ")
+    assert "Nothing to be done" in plain_log.read_text()
+
     doc = json.loads(out.read_text())
-    assert len(doc["cases"]) == 2
+    assert doc["kind"] == "benchflow-results" and len(doc["cases"]) == 5
+    assert {c["id"] for c in doc["cases"]} == {plain_id}
     rec = doc["cases"][0]
-    assert rec["status"] == "ok" and rec["timing"]["repetitions"] == 2
+    assert rec["status"] == "ok" and rec["timing"]["repetitions"] == 3 and rec["layers"] is None
     assert rec["accuracy"]["accurate"] and rec["sku"] == "host"
+    # The Forge list stayed a list: theirs, then a Forge-shaped entry of the loop run.
+    theirs_then_ours = json.loads(forge.read_text())
+    assert isinstance(theirs_then_ours, list) and theirs_then_ours[0] == theirs
+    entry = theirs_then_ours[1]
+    assert entry["args"]["loop_count"] == 2 and entry["args"]["model"] == "mlp"
+    assert entry["args"]["output"] == str(forge) and entry["samples_per_sec"] > 0
+    assert entry["benchflow"]["id"] == loop_id
+    assert entry["benchflow"]["timing"]["repetitions"] == 2
 
 
 @pytest.mark.e2e

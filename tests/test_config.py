@@ -121,7 +121,8 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     assert w0 == {"model": "linear", "configs": [], "dtypes": ["f32"], "shapes": [],
                   "layers": None, "skus": [], "backends": [], "recipes": [],
                   "modes": ["inference"], "matrix_shapes": [], "device": "cpu",
-                  "profiler": False, "memory_profiler": False, "group": None}
+                  "profiler": False, "memory_profiler": False, "memory_visualizer": False,
+                  "group": None}
     assert w1["matrix_shapes"] == [{"name": "pow2", "shapes": [], "min_power": None,
                                     "max_power": None}]
     # A $ref'd definition: torch_backend, and tolerance whose default sits beside the $ref.

@@ -25,7 +25,8 @@ def test_parse_fixed_and_parametric_names():
     assert (r.family, r.group_size) == ("int4wo-hqq", 64)
     assert parse("float8dq-row").granularity == "row"
     assert parse("8da4w-32").group_size == 32
-    for bad in ("int3", "int4wo-48", "int4wo", "baseline2", "float8dq"):
+    for bad in ("int3", "int4wo-48", "int4wo", "baseline2", "float8dq-col", "int8wo.sparsity-x",
+                "int8wo.sparsity-2:4"):
         with pytest.raises(ValueError, match="unknown recipe"):
             parse(bad)
 
@@ -72,3 +73,58 @@ def test_unsupported_reasons():
     assert layer_reason(parse("int4wo-32"), [64, 128]) is None
     assert "K=[16]" in layer_reason(parse("int4wo-32"), [16, 64])
     assert layer_reason(parse("int8wo"), [3]) is None
+
+
+def test_torchao_names_of_the_last_published_runner():
+    # string_to_config at pytorch/ao dbef6992: "float8dq" (no suffix) is per tensor.
+    from torchao import quantization as q
+
+    alias = parse("float8dq")
+    assert (alias.family, alias.granularity) == ("float8dq", "tensor")
+    cfg = torchao_config(alias, H100)
+    assert all(isinstance(g, q.PerTensor) for g in cfg.granularity)
+    assert "8.9" in device_reason(alias, device=CPU, dtype="bf16")
+    prefill = torchao_config(parse("int8dq_prefill_wo_decode"), CPU)
+    assert isinstance(prefill, q.Int8DynamicActivationInt8WeightConfig)
+    assert prefill.weight_only_decode is True
+    intx = parse("int8_dynamic_activation_intx_weight-4-32-1")
+    assert (intx.family, intx.bits, intx.group_size) == ("intx-opaque", 4, 32)
+    assert parse("int8_dynamic_activation_intx_weight-8-0-0").group_size is None  # per axis
+    assert "torch.float32" in device_reason(intx, device=CPU, dtype="bf16")
+    assert "kernel library" in device_reason(intx, device=CPU, dtype="f32")
+    assert device_reason(intx, device=Device("cpu", torchao_kernels=True), dtype="f32") is None
+    c = torchao_config(intx, CPU)
+    assert str(getattr(c.intx_packing_format, "value", c.intx_packing_format)) == \
+        "opaque_torchao_auto"
+
+
+def test_retired_names_are_unsupported_whatever_the_machine():
+    for name, removed in (("marlin", "#3613"), ("marlin-qqq", "#3612"),
+                          ("gemlitewo-4-64", "#4144"), ("fp6", "#3520"),
+                          ("uintx-2-64-hqq", "#3887"), ("int8adq-int4w-symm", "#3723")):
+        recipe = parse(name)
+        assert recipe.family == "retired" and recipe.quantized
+        why = static_reason(recipe, backend_kind="eager", mode="inference")
+        assert removed in why and "removed from torchao" in why
+
+
+def test_sparsity_recipes():
+    semi = parse("baseline.sparsity-semi-sparse")
+    assert (semi.family, semi.sparsity, semi.quantized) == ("baseline", "semi", True)
+    assert parse("baseline.sparsity-2-4").sparsity == "semi"
+    block = parse("baseline.sparsity-block")
+    assert block.sparsity == "block"
+    assert static_reason(semi, backend_kind="eager", mode="inference") is None
+    assert "needs CUDA" in device_reason(semi, device=CPU, dtype="bf16")
+    assert "sm80+" in device_reason(semi, device=Device("cuda", (7, 5)), dtype="bf16")
+    assert device_reason(semi, device=A100, dtype="bf16") is None
+    assert "block sparsity" in device_reason(block, device=CPU, dtype="bf16")
+    # Quantized with sparsity: torchao's runner at dbef6992 quantized without it.
+    why = static_reason(parse("int8dq.sparsity-2-4"), backend_kind="eager", mode="inference")
+    assert "SemiSparseLayout #4148" in why
+    assert "baseline only" in static_reason(parse("int8wo.sparsity-block"),
+                                            backend_kind="eager", mode="inference")
+    from torchao.sparsity.sparse_api import BlockSparseWeightConfig, SemiSparseWeightConfig
+
+    assert isinstance(torchao_config(semi, A100), SemiSparseWeightConfig)
+    assert isinstance(torchao_config(block, A100), BlockSparseWeightConfig)

@@ -62,3 +62,67 @@ def test_names_are_numbered_and_duplicates_dropped_across_generators():
 def test_unknown_generator():
     with pytest.raises(ValueError, match="unknown shape generator 'cube'"):
         generate({"name": "cube"})
+
+
+# The fixed model shapes of torchao's get_shapes_for_config, written out as read from
+# pytorch/ao benchmarks/microbenchmarks/benchmark_runner.py at
+# dbef6992fb6bc20da9c121baedfa8125625ab641 (not computed by benchflow).
+def test_llama4():
+    assert generate({"name": "llama4"}) == [
+        ("llama4_FFN", [16384, 8192, 5120]),
+        ("llama4_QO_proj", [16384, 8192, 8192]),
+        ("llama4_KV_proj", [16384, 8192, 1024]),
+        ("llama4_FFN", [128000, 8192, 5120]),
+        ("llama4_QO_proj", [128000, 8192, 8192]),
+        ("llama4_KV_proj", [128000, 8192, 1024]),
+    ]
+
+
+def test_deepseek_v3_236b():
+    assert generate({"name": "deepseek_v3_236b"}) == [
+        ("deepseek_v3_236b_FFN", [16384, 1536, 5120]),
+        ("deepseek_v3_236b_QKVO_proj", [16384, 7168, 7168]),
+        ("deepseek_v3_236b_FFN", [128000, 1536, 5120]),
+        ("deepseek_v3_236b_QKVO_proj", [128000, 7168, 7168]),
+    ]
+
+
+def test_deepseek_v3_671b():
+    assert generate({"name": "deepseek_v3_671b"}) == [
+        ("deepseek_v3_671b_FFN", [16384, 2048, 7168]),
+        ("deepseek_v3_671b_QKVO_proj", [16384, 7168, 7168]),
+        ("deepseek_v3_671b_FFN", [128000, 2048, 7168]),
+        ("deepseek_v3_671b_QKVO_proj", [128000, 7168, 7168]),
+    ]
+
+
+def test_qwen3_32b():
+    assert generate({"name": "qwen3_32b"}) == [
+        ("qwen3_32b_QO_proj", [16384, 5120, 5120]),
+        ("qwen3_32b_KV_proj", [16384, 5120, 640]),
+        ("qwen3_32b_QO_proj", [128000, 5120, 5120]),
+        ("qwen3_32b_KV_proj", [128000, 5120, 640]),
+    ]
+
+
+def test_gemma3_27b():
+    assert generate({"name": "gemma3_27b"}) == [
+        ("gemma3_27b_QO_proj", [16384, 4096, 4096]),
+        ("gemma3_27b_KV_proj", [16384, 4096, 1024]),
+        ("gemma3_27b_QO_proj", [128000, 4096, 4096]),
+        ("gemma3_27b_KV_proj", [128000, 4096, 1024]),
+    ]
+
+
+def test_model_shapes_ignore_powers_and_custom_shapes():
+    assert generate({"name": "gemma3_27b", "min_power": 1, "max_power": 2,
+                     "shapes": [[1, 2, 3]]}) == generate({"name": "gemma3_27b"})
+
+
+def test_every_generator_of_torchao_is_known():
+    # get_shapes_for_config's branches at dbef6992 (its NotImplementedError lists them).
+    from workflow.suite.shapes import GENERATORS
+
+    assert set(GENERATORS) == {"custom", "llama", "llama4", "deepseek_v3_236b",
+                               "deepseek_v3_671b", "qwen3_32b", "gemma3_27b", "pow2",
+                               "pow2_extended", "small_sweep", "sweep"}

@@ -31,12 +31,19 @@ def test_compile_modes_and_single_entry_form(tmp_path):
     path = tmp_path / "t.yml"
     path.write_text(yaml.safe_dump(data))
     suite = load([path])
+    # torchao compiles with fullgraph=True; use_torch_compile is torchao v1's key: true
+    # measured the compiled module only.
     assert suite.config["torch_backends"]["torch-inductor-max-autotune"] == {
-        "kind": "inductor", "compile_mode": "max-autotune", "fullgraph": False}
+        "kind": "inductor", "compile_mode": "max-autotune", "fullgraph": True}
     backends = {c.backend for c in suite.cases}
-    assert backends == {"torch-eager", "torch-inductor-max-autotune"}
+    assert backends == {"torch-inductor-max-autotune"}
     case = next(c for c in suite.cases if c.backend == "torch-inductor-max-autotune")
     assert case.compile_mode == "max-autotune" and case.workload.dtype == "bf16"
+    # Without use_torch_compile (current torchao): eager and torch.compile, always.
+    del entry["use_torch_compile"]
+    path.write_text(yaml.safe_dump(data))
+    assert {c.backend for c in load([path]).cases} == {"torch-eager",
+                                                        "torch-inductor-max-autotune"}
 
 
 def test_torchao_problems_name_the_entry(tmp_path):

@@ -20,6 +20,10 @@ def add_parser(sub) -> None:
     p.add_argument("--filename", help="glob on file names without .json")
     p.add_argument("--sku", nargs="+", help="suite SKUs that run them")
     p.add_argument("--backend", nargs="+", help="file-name backend suffixes (e.g. cpu)")
+    p.add_argument("--artifacts-dir", help="where <model>_<submodel>/ hold downloaded MLIR "
+                                           "and weights (default $IREE_TEST_FILES/artifacts)")
+    p.add_argument("--external-file-directory", help="the external test files directory "
+                                                     "(mlir_file_name; sharktank's option)")
     p.add_argument("--run", action="store_true", help="run them: snakemake TARGET")
     p.add_argument("--target", default="results/report.json")
     p.add_argument("--cores", default="all")
@@ -34,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     override = {k: v for k, v in {
         "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
-        "backends": args.backend}.items() if v is not None}
+        "backends": args.backend, "artifacts_dir": args.artifacts_dir,
+        "external_files_dir": args.external_file_directory}.items() if v is not None}
     suite = load(args.configfile, {"benchmark_files": override} if override else None)
     sel = attach(suite)
     for case in sel.cases:

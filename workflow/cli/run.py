@@ -8,7 +8,11 @@ default suite or --configfile), written into a work directory of its own, and
 snakemake runs there as a subprocess with that suite's results/report.json as target
 (that report holds the case whatever its backend: IREE cases, torch batches and cases
 known unsupported are all collected there). A second identical run finds everything
-up to date. The case record is printed as one line and appended to -o OUT.json.
+up to date. The case record is printed as one line and appended to -o OUT.json (a
+benchflow results file, or a Forge results list that gets a Forge-shaped entry).
+`--layers` equal to the config's own depth is the plain case; a `--loop_count` other
+than the SKU's repetitions is a SKU of its own (`<sku>-loop<N>`), so runs with other
+loop counts neither share nor invalidate each other's cached results.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def _training_available() -> bool:
 def plan_run(args: argparse.Namespace) -> RunPlan:
     """The one-case suite for the options; raises ConfigError naming every problem."""
     from workflow.models.registry import all_models
-    from workflow.suite.load import expand, load
+    from workflow.suite.load import expand, load, own_layers
     from workflow.suite.schema import validate_suite
 
     models = all_models()
@@ -111,27 +115,36 @@ def plan_run(args: argparse.Namespace) -> RunPlan:
     if sku_name not in skus:
         problems.append(f"{SOURCE}: --sku {sku_name}: not a SKU of {base.source}; expected "
                         f"one of {sorted(skus)}")
+    backend = args.backend or ("torch-eager" if args.training else "iree")
+    if args.loop_count and backend != "iree":
+        problems.append(f"{SOURCE}: --loop_count: sets the repetitions of iree-benchmark-module; "
+                        f"{backend} times adaptive blocks of calls (torch.utils.benchmark), so "
+                        "it would change nothing measured: leave it out, or use -b iree")
     if problems:
         raise ConfigError(problems)
 
     sku = copy.deepcopy(skus[sku_name])
-    if args.loop_count:
+    if args.loop_count and args.loop_count != sku["measurement"]["repetitions"]:
         # Forge's --loop_count: how many times the model runs; here the repetitions of
-        # each measured invocation.
+        # each measured invocation. That is another measurement than the SKU's own, so it
+        # is a SKU of its own (`host-loop3`): its case id, work directory and records
+        # differ, and neither run overwrites or invalidates the other's results. A loop
+        # count equal to the SKU's repetitions changes nothing and is the plain case.
         sku["measurement"]["repetitions"] = args.loop_count
+        sku_name = f"{sku_name}-loop{args.loop_count}"
     workload: dict = {"model": spec.name, "dtypes": [args.dtype]}
     if args.config:
         workload["configs"] = [args.config]
     if args.shape:
         workload["shapes"] = [args.shape]
-    if args.layers:
+    if args.layers and own_layers(spec, args.config or spec.default_config, args.layers):
+        # The config's own depth is the plain case: the same suite, so nothing reruns.
         workload["layers"] = args.layers
     if args.training:
         workload["modes"] = ["training"]
     # Every other suite-level setting (accuracy, timeouts, torch backends, ...) is the
     # base suite's; its workloads and torchao entries are replaced by this one case.
     suite = {k: v for k, v in copy.deepcopy(base.config).items() if k != "model_params"}
-    backend = args.backend or ("torch-eager" if args.training else "iree")
     suite.update(suite_name="benchflow-run", skus={sku_name: sku}, backends=[backend],
                  recipes=[args.recipe], workloads=[workload])
     expanded = expand(validate_suite(suite, SOURCE), SOURCE)
@@ -150,6 +163,24 @@ def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
     return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
             "--directory", str(plan.workdir), "--configfile", str(suite_file),
             "--cores", str(cores), "--rerun-incomplete", REPORT]
+
+
+def forge_details(output: str) -> dict:
+    """What Forge's benchmark.py adds to each result it appends: the code's short git hash
+    (`-dirty` when the tree is) and its commit date (yy-mm-dd); None where git cannot tell."""
+    from workflow.records.provenance import git_sha
+    from workflow.suite.schema import REPO_ROOT
+
+    sha = git_sha(REPO_ROOT)
+    short = None if sha is None else sha[:7] + ("-dirty" if sha.endswith("-dirty") else "")
+    try:
+        proc = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "-s", "--format=%cd",
+                               "--date=format:%y-%m-%d", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        date = proc.stdout.strip() if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        date = None
+    return {"output": output, "git_hash": short, "date": date or None}
 
 
 def summary_line(rec: dict) -> str:
@@ -224,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary_line(rec))
     if args.output:
         try:
-            total = append_records(args.output, [rec])
+            total = append_records(args.output, [rec], forge=forge_details(args.output))
         except ResultsFileError as exc:
             print(f"benchflow run: {exc}", file=sys.stderr)
             return 1
@@ -247,13 +278,17 @@ def add_parser(sub) -> None:
     p.add_argument("--recipe", default="baseline", help="quantization recipe (torch backends)")
     p.add_argument("-t", "--training", action="store_true",
                    help="benchmark training (forward, backward, optimizer step)")
-    p.add_argument("--layers", type=positive_int, help="number of layers, where the model has them")
+    p.add_argument("--layers", type=positive_int,
+                   help="number of layers, where the model has them (the config's own "
+                        "depth is the plain case)")
     p.add_argument("--shape", type=parse_shape,
                    help="input shape, e.g. 1,128 (default: the model's)")
     p.add_argument("--loop-count", "--loop_count", dest="loop_count", type=positive_int,
-                   help="repetitions of each measured invocation (the SKU's `repetitions`)")
+                   help="repetitions of each measured invocation (IREE; the SKU's "
+                        "`repetitions`); another count is a SKU of its own, <sku>-loop<N>")
     p.add_argument("-o", "--output",
-                   help="JSON file to append the case record to (created if missing)")
+                   help="JSON file to append the case record to (created if missing): a "
+                        "benchflow results file, or a Forge benchmark.py list, kept as such")
     p.add_argument("--cores", type=positive_int, default=os.cpu_count() or 1,
                    help="cores snakemake may use (default: all)")
     p.add_argument("--configfile", nargs="+", default=None,

@@ -17,7 +17,7 @@ VOCAB = 30522
 
 @benchmark_model(
     configs=list(BERT_CONFIGS), default_shape=(1, 128), shape_doc="[batch, seq]",
-    supports_layers=True,
+    supports_layers=True, default_layers={c: v[1] for c, v in BERT_CONFIGS.items()},
 )
 def bert(config: str, dtype: str, layers: int | None, shape):
     """BERT encoder (BertModel) over token ids; `layers` sets num_hidden_layers."""

@@ -80,6 +80,7 @@ def _decoder_flops(tokens: int, batch: int, seq: int, hidden: int, layers: int,
 
 @benchmark_model(
     configs=list(GPT2_CONFIGS), default_shape=(1, 128), shape_doc="[batch, seq]",
+    default_layers={c: v[1] for c, v in GPT2_CONFIGS.items()},
     supports_layers=True, min_pcc={"f32": 0.999, "f16": 0.99, "bf16": 0.97},
 )
 def gpt2(config: str, dtype: str, layers: int | None, shape):
@@ -103,6 +104,7 @@ def gpt2(config: str, dtype: str, layers: int | None, shape):
 
 @benchmark_model(
     configs=list(LLAMA_CONFIGS), default_shape=(1, 128), shape_doc="[batch, seq]",
+    default_layers={c: v[1] for c, v in LLAMA_CONFIGS.items()},
     supports_layers=True, min_pcc={"f32": 0.999, "f16": 0.99, "bf16": 0.97},
 )
 def llama(config: str, dtype: str, layers: int | None, shape):

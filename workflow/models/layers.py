@@ -62,7 +62,7 @@ for _act in ACTIVATIONS:
 
 @benchmark_model(
     default_shape=(128, 256, 512), shape_doc="[M, K, N]: M tokens of width K, hidden width N",
-    supports_layers=True,
+    supports_layers=True, default_layers={"default": 2},
 )
 def mlp(config: str, dtype: str, layers: int | None, shape):
     """`layers` (default 2) blocks of Linear(K, N), GELU, Linear(N, K): a feed-forward stack."""
@@ -136,6 +136,7 @@ def _block_classes():
 @benchmark_model(
     configs=list(BLOCK_CONFIGS), default_shape=(1, 64),
     shape_doc="[batch, seq]", supports_layers=True,
+    default_layers=dict.fromkeys(BLOCK_CONFIGS, 1),
 )
 def transformer_block(config: str, dtype: str, layers: int | None, shape):
     """Pre-norm decoder block(s): RMSNorm, causal attention, RMSNorm, SwiGLU MLP (torchao-style)."""
@@ -150,3 +151,77 @@ def transformer_block(config: str, dtype: str, layers: int | None, shape):
     tokens = batch * seq
     per_layer = 2.0 * tokens * dim * (4 * dim + 3 * hidden) + 4.0 * batch * seq * seq * dim
     return finish(module, (x,), dtype, flops=per_layer * (layers or 1))
+
+
+# torchao's microbenchmark `transformer_block` model_type: TransformerBlock of
+# torchao/testing/model_architectures.py at pytorch/ao dbef6992fb6bc20da9c121baedfa8125625ab641
+# (create_model_and_input_data): [M, K, N] means M sequences of TORCHAO_BLOCK_SEQ tokens
+# of hidden width K, 8 heads, MLP ratio 4; N is not used (as in torchao).
+TORCHAO_BLOCK_SEQ = 16
+TORCHAO_BLOCK_HEADS = 8
+TORCHAO_BLOCK_MLP_RATIO = 4
+
+
+def _torchao_block_class():
+    import torch
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, dim: int, eps: float = 1e-5):
+            super().__init__()
+            self.eps = eps
+            self.weight = torch.nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            xf = x.float()
+            normed = xf * torch.rsqrt(torch.mean(xf * xf, dim=-1, keepdim=True) + self.eps)
+            return normed.type_as(x) * self.weight
+
+    class TransformerBlock(torch.nn.Module):
+        def __init__(self, hidden_dim: int, num_heads: int, mlp_ratio: int):
+            super().__init__()
+            self.hidden_dim, self.num_heads = hidden_dim, num_heads
+            self.head_dim = hidden_dim // num_heads
+            self.qkv = torch.nn.Linear(hidden_dim, 3 * hidden_dim, bias=False)
+            self.proj = torch.nn.Linear(hidden_dim, hidden_dim, bias=False)
+            mlp_hidden = int(hidden_dim * mlp_ratio)
+            self.mlp_fc1 = torch.nn.Linear(hidden_dim, mlp_hidden, bias=False)
+            self.mlp_fc2 = torch.nn.Linear(mlp_hidden, hidden_dim, bias=False)
+            self.norm1 = RMSNorm(hidden_dim)
+            self.norm2 = RMSNorm(hidden_dim)
+            self.activation = torch.nn.GELU()
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            residual = x
+            qkv = self.qkv(self.norm1(x)).reshape(b, s, 3, self.num_heads, self.head_dim)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            q, k, v = (t.reshape(b * self.num_heads, s, self.head_dim) for t in (q, k, v))
+            attn = torch.softmax((q @ k.transpose(-2, -1)) * (1.0 / self.head_dim**0.5), dim=-1)
+            y = (attn @ v).reshape(b, self.num_heads, s, self.head_dim)
+            y = y.transpose(1, 2).reshape(b, s, self.hidden_dim)
+            x = residual + self.proj(y)
+            return x + self.mlp_fc2(self.activation(self.mlp_fc1(self.norm2(x))))
+
+    return TransformerBlock
+
+
+@benchmark_model(
+    default_shape=(4, 64, 64),
+    shape_doc=f"[M, K, N]: M sequences of {TORCHAO_BLOCK_SEQ} tokens of hidden width K "
+              f"(a multiple of {TORCHAO_BLOCK_HEADS}); N unused, as in torchao",
+)
+def torchao_transformer_block(config: str, dtype: str, layers: int | None, shape):
+    """torchao's microbenchmark transformer_block: RMSNorm, 8-head attention, RMSNorm, GELU MLP."""
+    import torch
+
+    m, k, _ = shape
+    if k % TORCHAO_BLOCK_HEADS:
+        raise ValueError(f"torchao's transformer_block splits K={k} into "
+                         f"{TORCHAO_BLOCK_HEADS} heads; K must be a multiple of it")
+    gen = seeded()
+    module = _torchao_block_class()(k, TORCHAO_BLOCK_HEADS, TORCHAO_BLOCK_MLP_RATIO)
+    x = torch.randn(m, TORCHAO_BLOCK_SEQ, k, generator=gen)
+    tokens = m * TORCHAO_BLOCK_SEQ
+    linear = 2.0 * tokens * (4 * k * k + 2 * TORCHAO_BLOCK_MLP_RATIO * k * k)
+    attention = 4.0 * m * TORCHAO_BLOCK_SEQ * TORCHAO_BLOCK_SEQ * k
+    return finish(module, (x,), dtype, flops=linear + attention)

@@ -42,6 +42,9 @@ class ModelSpec:
     # and how to get them; without them the model is listed as unavailable, not hidden.
     requires: tuple[str, ...] = ()
     install_hint: str = ""
+    # Each config's own depth ({"tiny": 2}), for models that take `layers`: a workload
+    # asking for exactly that many layers is the same workload as one asking for none.
+    default_layers: dict[str, int] = field(default_factory=dict, hash=False)
 
     def unavailable_reason(self) -> str | None:
         """None when the model can be built; else what is missing and how to install it.
@@ -82,6 +85,7 @@ def benchmark_model(
     min_pcc: dict[str, float] | None = None,
     requires: tuple[str, ...] = (),
     install_hint: str = "",
+    default_layers: dict[str, int] | None = None,
 ):
     """Registers `fn(config, dtype, layers, shape) -> ModelInstance` as `name` (default: its own).
 
@@ -107,6 +111,7 @@ def benchmark_model(
             min_pcc=dict(min_pcc or {}),
             requires=tuple(requires),
             install_hint=install_hint,
+            default_layers=dict(default_layers or {}),
         )
         return fn
 

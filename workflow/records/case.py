@@ -69,6 +69,9 @@ class Profile:
     trace: str | None = None            # Chrome trace (torch.profiler)
     memory_snapshot: str | None = None  # CUDA memory snapshot
     memory_snapshot_status: str | None = None  # why there is none (e.g. unsupported on CPU)
+    memory_visualization: str | None = None  # HTML view of the memory snapshot (torchao's
+    #                                          enable_memory_visualizer)
+    memory_visualization_status: str | None = None  # why there is none
 
 
 @dataclass
@@ -126,6 +129,12 @@ class Golden:
     size_golden_bytes: int | None = None
     size_ratio: float | None = None
     size_tolerance: float | None = None
+    # Which rule judged each aspect, and whose it is: "sharktank: ..." where a benchmark
+    # file's own golden_* rule applies as its runner applies it, "benchflow: ..." where
+    # benchflow's rule does (stats/verdict.py).
+    time_rule: str | None = None
+    dispatch_rule: str | None = None
+    size_rule: str | None = None
 
 
 @dataclass
@@ -252,3 +261,10 @@ def torch_provenance(sku: dict, char: dict) -> dict:
 def unsupported_case(identity: dict, reason: str) -> CaseRecord:
     """A case that cannot run (known while planning): recorded with its reason."""
     return CaseRecord(**_identity(identity), status="unsupported", stage=None, error=reason)
+
+
+def skipped_case(identity: dict, reason: str, provenance: dict | None = None) -> CaseRecord:
+    """A case that cannot run here (a benchmark file whose device, chip or files this
+    machine lacks): recorded with its reason, as sharktank's runner skips it."""
+    return CaseRecord(**_identity(identity), status="skipped", stage=None, error=reason,
+                      provenance=dict(provenance or {}))

@@ -1,40 +1,63 @@
 """Forge's `-o OUT.json`: a results file that `benchflow run` appends case records to.
 
-The file is `{"schema_version": ..., "kind": "benchflow-results", "cases": [...]}`, the
-same `cases` list as results/report.json, so readers of a report (`benchflow coverage
---report`) read it too. Appending is safe against concurrent writers (several
-`benchflow run -o same.json` at once) and never damages what is there:
+Two formats are appended to, each in its own format:
+
+- benchflow's: `{"schema_version": ..., "kind": "benchflow-results", "cases": [...]}`, the
+  same `cases` list as results/report.json, so readers of a report (`benchflow coverage
+  --report`) read it too. A missing or empty OUT.json becomes one of these.
+- Forge's: the JSON list of result objects that tt-forge's benchmark.py writes and
+  appends to (`[{"total_time", "total_samples", "samples_per_sec", "args": {...},
+  "arch", "machine_name", "hash", "date"[, "error"]}, ...]`). It stays a list; the case
+  record is appended as such an object (forge_entry), the full record under "benchflow".
+
+Appending is safe against concurrent writers (several `benchflow run -o same.json` at
+once) and never damages what is there:
 
 - writers serialize on a lock (filelock) of a side file `OUT.json.lock` (not OUT.json
   itself: it is replaced on every write, and a lock on a replaced inode protects nothing);
-- the new content is written by storage.write_json: a temporary file in the same
+- the new content is written by storage.write_text: a temporary file in the same
   directory, flushed to disk, then os.replace()d over OUT.json, so a reader or a crash
   sees the old or the new file whole, and OUT.json keeps its mode;
-- an existing file that is not a results file (bad JSON, another format) is refused
+- an existing file that is neither format (bad JSON, another document) is refused
   with an error naming it, and left as it was.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 from filelock import FileLock
 
 from workflow.records.case import SCHEMA_VERSION
-from workflow.records.storage import write_json
+from workflow.records.storage import write_json, write_text
 
 KIND = "benchflow-results"
+# Keys of every object Forge's benchmark.py appends (its error entries included): what
+# tells its results file from any other JSON list.
+FORGE_KEYS = ("args", "samples_per_sec")
+# The key of a Forge entry that holds benchflow's whole case record.
+FORGE_RECORD_KEY = "benchflow"
+# benchflow dtypes -> Forge's -df names.
+FORGE_DATAFORMATS = {"f32": "Fp32", "f16": "Fp16", "bf16": "Fp16_b"}
 
 
 class ResultsFileError(Exception):
     """OUT.json exists but cannot be appended to without losing what it holds."""
 
 
-def read_results(path: str | Path) -> dict:
-    """The results document at `path`; a new empty one when the file is missing or empty.
+def is_forge_results(doc) -> bool:
+    """A Forge benchmark.py results file: a list of its result objects ([] included)."""
+    return isinstance(doc, list) and all(
+        isinstance(e, dict) and all(k in e for k in FORGE_KEYS) for e in doc)
 
-    Raises ResultsFileError for anything else that is not a results document."""
+
+def read_results(path: str | Path) -> dict | list:
+    """The results at `path`: a benchflow results document (a new empty one when the file
+    is missing or empty) or a Forge results list.
+
+    Raises ResultsFileError for anything else."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -51,25 +74,77 @@ def read_results(path: str | Path) -> dict:
         raise ResultsFileError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             "left untouched, not appending: fix or move it, or pass another -o") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-        raise ResultsFileError(
-            f"{path}: valid JSON but not a benchflow results file (expected an object with a "
-            "'cases' list); left untouched, not appending: pass another -o")
-    return doc
+    if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+        return doc
+    if is_forge_results(doc):
+        return doc
+    raise ResultsFileError(
+        f"{path}: valid JSON but neither a benchflow results file (an object with a "
+        "'cases' list) nor a Forge benchmark.py one (a list of result objects, each with "
+        f"{' and '.join(repr(k) for k in FORGE_KEYS)}); left untouched, not appending: "
+        "pass another -o")
 
 
 def new_document() -> dict:
     return {"schema_version": SCHEMA_VERSION, "kind": KIND, "cases": []}
 
 
-def append_records(path: str | Path, records: list[dict]) -> int:
+def forge_entry(record: dict, *, output: str | None = None, git_hash: str | None = None,
+                date: str | None = None) -> dict:
+    """A case record as the result object Forge's benchmark.py appends.
+
+    Forge times `loop_count` pushes of a `microbatch` (its inputs[0].shape[0]) end to end;
+    here each measured call is one push of the case's first input dimension, so
+    total_samples = measured calls x shape[0], total_time = measured calls x the median
+    call (seconds), samples_per_sec their ratio. A case that is not ok is written as Forge
+    writes a failure: zeros and an "error". `layers` 0 is Forge's "the model's own"."""
+    timing = record.get("timing") or {}
+    shape = record.get("shape") or []
+    microbatch = shape[0] if shape else 1
+    # IREE: --benchmark_repetitions per invocation; torch: the timed calls per invocation.
+    loop_count = timing.get("repetitions") or timing.get("calls_per_invocation")
+    median_ms = timing.get("median_ms")
+    entry: dict = {"total_time": 0.0, "total_samples": 0, "samples_per_sec": 0.0}
+    if record.get("status") == "ok" and median_ms and loop_count:
+        calls = timing["invocations"] * loop_count
+        entry.update(total_time=calls * median_ms / 1e3, total_samples=calls * microbatch,
+                     samples_per_sec=microbatch * 1e3 / median_ms)
+    entry["args"] = {
+        "model": record.get("model"), "config": record.get("config"),
+        "training": record.get("mode") == "training",
+        "dataformat": FORGE_DATAFORMATS.get(record.get("dtype"), record.get("dtype")),
+        "loop_count": loop_count, "layers": record.get("layers") or 0,
+        "microbatch": microbatch, "output": output,
+        # benchflow's own options, as vars(args) of `benchflow run` would hold them.
+        "sku": record.get("sku"), "backend": record.get("backend"),
+        "recipe": record.get("recipe"), "shape": shape,
+    }
+    entry["arch"] = record.get("sku")
+    entry["machine_name"] = (record.get("provenance") or {}).get("host") or socket.gethostname()
+    entry["hash"] = git_hash
+    entry["date"] = date
+    if record.get("status") != "ok":
+        where = f" at {record['stage']}" if record.get("stage") else ""
+        entry["error"] = f"{record.get('status')}{where}: {record.get('error') or ''}".strip()
+    entry[FORGE_RECORD_KEY] = record
+    return entry
+
+
+def append_records(path: str | Path, records: list[dict], *,
+                   forge: dict | None = None) -> int:
     """Appends case records to the results file at `path` (created when missing) and
-    returns how many records it holds now."""
+    returns how many entries it holds now. A Forge results list gets forge_entry()s,
+    with `forge` (output, git_hash, date) as their run's details."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.with_name(path.name + ".lock")):
         # Read inside the lock: another writer's records, appended since, are kept.
         doc = read_results(path)
+        if isinstance(doc, list):
+            doc.extend(forge_entry(r, **(forge or {})) for r in records)
+            # As Forge writes it: one line, json.dumps' defaults (NaN allowed).
+            write_text(path, json.dumps(doc))
+            return len(doc)
         doc["cases"].extend(records)
         write_json(path, doc)
         return len(doc["cases"])

@@ -87,14 +87,20 @@ def ref_from_entry(entry: dict, source: str) -> GoldenRef:
                      binary_bytes_measured=entry.get("binary_bytes_measured"))
 
 
+# A benchmark file's golden_size is a ceiling as its runner checks it: size <= golden.
+FILE_SIZE_TOLERANCE = 1.0
+
+
 def ref_from_file_goldens(goldens: dict, source: str) -> GoldenRef | None:
-    """A benchmark file's goldens of one SKU (benchfiles.BenchmarkFile.goldens)."""
+    """A benchmark file's goldens of one SKU (sharktank.BenchmarkFile.goldens), judged by
+    the file's own rules where benchflow follows them (stats.verdict.rules)."""
     if not goldens:
         return None
     return GoldenRef(source=source, median_ms=goldens.get("median_ms"),
                      tolerance=goldens.get("tolerance"),
                      dispatch_count=goldens.get("dispatch_count"),
-                     binary_bytes=goldens.get("binary_bytes"))
+                     binary_bytes=goldens.get("binary_bytes"),
+                     size_tolerance=FILE_SIZE_TOLERANCE, origin="sharktank")
 
 
 def lookup(case_id: str, golden_file: str | Path | None, file_goldens: dict | None = None,

@@ -228,6 +228,16 @@ def verdict_text(case: dict) -> str:
     return "; ".join([text, *extra])
 
 
+def skipped(cases: list[dict]) -> list[dict]:
+    """The skipped cases, by id: every one is shown with its reason, never dropped."""
+    return sorted((x for x in cases if x["status"] == "skipped"), key=lambda x: x["id"])
+
+
+def skip_reason(case: dict) -> str:
+    """Why a case was skipped (the record's error), on one line."""
+    return " ".join((case.get("error") or "no reason recorded").split())
+
+
 def counts(cases: list[dict]) -> dict[str, int]:
     out = dict.fromkeys(SYMBOLS, 0)
     for case in cases:

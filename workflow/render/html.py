@@ -84,9 +84,16 @@ def attention(cases: list[dict]) -> str:
         else:
             continue
         items.append(f"<li><code>{escape(x['id'])}</code>: {escape(why)}</li>")
-    if not items:
-        return "<p>No regressions, failures or accuracy losses.</p>"
-    return '<ul class="attention">\n' + "\n".join(items) + "\n</ul>"
+    html = ('<ul class="attention">\n' + "\n".join(items) + "\n</ul>" if items
+            else "<p>No regressions, failures or accuracy losses.</p>")
+    skipped = c.skipped(cases)
+    if skipped:
+        lines = [f"<li><code>{escape(x['id'])}</code>: {escape(c.skip_reason(x))}</li>"
+                 for x in skipped]
+        html += (f'\n<h3>Skipped ({len(skipped)})</h3>\n<p class="note">Cases that cannot '
+                 "run here (a benchmark file's device, chip or absent files), with why:</p>"
+                 '\n<ul class="skipped">\n' + "\n".join(lines) + "\n</ul>")
+    return html
 
 
 def meta(report: dict, peak: dict | None) -> str:

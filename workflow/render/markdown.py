@@ -89,7 +89,14 @@ def attention(cases: list[dict]) -> str:
     if degraded:
         lines = [f"- `{x['id']}`: {'; '.join(c.degraded_reasons(x))}" for x in degraded]
         parts.append(f"### Degraded accuracy ({len(degraded)})\n\n" + "\n".join(lines))
-    return "\n\n".join(parts) or "No regressions, failures or accuracy losses."
+    text = "\n\n".join(parts) or "No regressions, failures or accuracy losses."
+    skipped = c.skipped(cases)
+    if skipped:
+        lines = [f"- `{x['id']}`: {cell(c.skip_reason(x))}" for x in skipped]
+        text += (f"\n\n### Skipped ({len(skipped)})\n\nCases that cannot run here (a "
+                 "benchmark file's device, chip or absent files), with why:\n\n"
+                 + "\n".join(lines))
+    return text
 
 
 def counts_line(cases: list[dict]) -> str:

@@ -101,11 +101,27 @@ def bench_identity(bench, sku: str, benchmark: str) -> dict:
 
 
 def bench_provenance(bench, sku: str, benchmark: str) -> dict:
-    """Where a benchmark file's case comes from: the file, its golden key, its device."""
+    """Where a benchmark file's case comes from: the file, its golden key, its device, the
+    MLIR and weights it was found with."""
     f = bench.file(benchmark)
     return {"benchmark_file": str(f.path), "golden_key": bench.golden_key(sku),
             "iree_device": f.data["device"],
-            "compiled_file_name": f.data.get("compiled_file_name")}
+            "compiled_file_name": f.data.get("compiled_file_name"),
+            "mlir_file": str(f.mlir), "weights": [str(w) for w in bench.weights(benchmark)]}
+
+
+def bench_skipped_plan(bench) -> list[dict]:
+    """The benchmark files' (file, SKU) pairs that cannot run here, with their reasons:
+    recorded as skipped cases by the report step (never dropped, never a missing input)."""
+    from workflow.suite.sharktank import identity
+
+    if bench is None:
+        return []
+    return [{"identity": identity(case), "reason": why,
+             "provenance": {"benchmark_file": str(case.file.path),
+                            "golden_key": bench.golden_key(case.sku),
+                            "iree_device": case.file.data["device"]}}
+            for case, (_, _, why) in zip(bench.skipped_cases(), bench.skipped, strict=True)]
 
 
 def package_version(name: str) -> str:

@@ -115,6 +115,12 @@ def _transformer_block(config, shape, layers):
     return (layers or 1) * (2 * dim + 4 * dim * dim + 3 * dim * hidden)
 
 
+def _torchao_transformer_block(config, shape, layers):
+    _, k, _ = shape
+    # Two RMSNorm weights, qkv + proj (4 K^2), MLP fc1 + fc2 (2 x 4 K^2), no biases.
+    return 2 * k + 12 * k * k
+
+
 def _bert(config, shape, layers):
     h, n_layers, _, inter = BERT_CONFIGS[config]
     positions = max(512, shape[1])
@@ -135,6 +141,7 @@ PARAM_ESTIMATORS: dict[str, Callable] = {
     "linear": _linear,
     "mlp": _mlp,
     "transformer_block": _transformer_block,
+    "torchao_transformer_block": _torchao_transformer_block,
     "bert": _bert,
     **{f"ln_linear_{act}": _ln_linear for act in ACTIVATIONS},
 }

@@ -20,6 +20,12 @@ exact Wilcoxon signed-rank test of the new medians against that number.
 Dispatch count: any increase regresses, a decrease improves. Binary size: above
 golden x size_tolerance regresses; below the measured (unrounded) golden size /
 size_tolerance improves.
+
+Whose rule: a golden from a sharktank benchmark file's golden_* fields is judged with
+that format's own size rule, `binary size <= golden_size` (its runner's check), and its
+own dispatch rule, `dispatch count <= golden_dispatch` (the same as benchflow's); its
+time stays benchflow's statistical test (the runner's is one invocation's mean <=
+golden_time_ms x tolerance, retried on failure), and each verdict names its rule.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ class GoldenRef:
     dispatch_count: int | None = None
     binary_bytes: int | None = None
     binary_bytes_measured: int | None = None  # before rounding up, where known
+    # The golden's own size tolerance (a sharktank file's golden_size: 1.0, `<=`); None:
+    # the suite's goldens.size_tolerance.
+    size_tolerance: float | None = None
+    # Whose rules judge it: "benchflow" (a golden file) or "sharktank" (a benchmark file).
+    origin: str = "benchflow"
 
 
 @dataclass(frozen=True)
@@ -161,21 +172,54 @@ def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
     return PASS, ratio
 
 
+def rules(golden: GoldenRef, tolerance: float, size_tolerance: float,
+          p_threshold: float) -> dict:
+    """Which rule judges each aspect against this golden, named with its owner."""
+    if golden.invocation_medians_ms and len(golden.invocation_medians_ms) > 1:
+        test = "exact one-sided Mann-Whitney test of the invocation medians"
+    else:
+        test = "exact Wilcoxon signed-rank test of the invocation medians against it"
+    time = (f"benchflow: regression when median / golden > x{tolerance:g} and the {test} "
+            f"gives p < {p_threshold:g}")
+    if golden.origin == "sharktank":
+        return {"time_rule": time + " (sharktank's own: one invocation's mean <= "
+                                    f"golden_time_ms x {tolerance:g}, retried)",
+                "dispatch_rule": "sharktank: dispatch count <= golden_dispatch",
+                "size_rule": ("sharktank: binary size <= golden_size" if size_tolerance == 1
+                              else f"sharktank: binary size <= golden_size x "
+                                   f"{size_tolerance:g}")}
+    return {"time_rule": time, "dispatch_rule": "benchflow: dispatch count <= golden",
+            "size_rule": f"benchflow: binary size <= golden x {size_tolerance:g}"}
+
+
+# A skipped case (a benchmark file this machine lacks the device, chip or files for) did
+# not run by design: nothing to judge, nothing regressed. (An unsupported case that has a
+# golden time once ran, so it stays judged as a failure.)
+NOT_RUN = ("skipped",)
+
+
 def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
     """The `golden` section of a case record (record.Golden's fields) for a case dict."""
     if golden is None:
         return {"verdict": NO_GOLDEN, "dispatch_verdict": NO_GOLDEN, "size_verdict": NO_GOLDEN,
                 "reason": "no golden for this case"}
+    if case.get("status") in NOT_RUN:
+        return {"verdict": NO_GOLDEN, "dispatch_verdict": NO_GOLDEN, "size_verdict": NO_GOLDEN,
+                "source": golden.source,
+                "reason": f"case {case['status']}: not judged ({case.get('error')})"}
     tolerance = golden.tolerance or settings.tolerance
+    size_tolerance = (golden.size_tolerance if golden.size_tolerance is not None
+                      else settings.size_tolerance)
     out: dict = {"source": golden.source, "tolerance": tolerance,
                  "value_ms": golden.median_ms, "dispatch_golden": golden.dispatch_count,
                  "size_golden_bytes": golden.binary_bytes,
-                 "size_tolerance": settings.size_tolerance}
+                 "size_tolerance": size_tolerance,
+                 **rules(golden, tolerance, size_tolerance, settings.p_value)}
     comp = case.get("compile") or {}
     out["dispatch_verdict"], out["dispatch_ratio"] = count_verdict(
         comp.get("dispatch_count"), golden.dispatch_count)
     out["size_verdict"], out["size_ratio"] = size_verdict(
-        comp.get("binary_bytes"), golden.binary_bytes, settings.size_tolerance,
+        comp.get("binary_bytes"), golden.binary_bytes, size_tolerance,
         golden.binary_bytes_measured)
     timing = case.get("timing")
     if case.get("status") != "ok" or not timing:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from workflow.backends.torch.recipes import parse, static_reason
@@ -37,6 +38,7 @@ class Workload:
     group: str | None = None
     profiler: bool = False
     memory_profiler: bool = False
+    memory_visualizer: bool = False
 
     def spec(self) -> dict:
         """What the stages need; also Snakemake params (a change reruns what uses it)."""
@@ -49,7 +51,8 @@ class Workload:
         """The part of spec() that the export depends on: profiling flags, group and mode
         do not change an exported module, so they must not rerun an export."""
         d = self.spec()
-        for key in ("group", "profiler", "memory_profiler", "mode", "device"):
+        for key in ("group", "profiler", "memory_profiler", "memory_visualizer", "mode",
+                    "device"):
             d.pop(key)
         return d
 
@@ -140,6 +143,15 @@ def workload_id(model: str, config: str, dtype: str, shape, layers, explicit_sha
     return "-".join(parts)
 
 
+def own_layers(spec, config: str, layers: int | None) -> int | None:
+    """`layers` as the workload records it: None when it is the config's own depth
+    (bert tiny with 2 layers is bert tiny), so both spellings are one workload, one id
+    and one set of cached results."""
+    if layers is not None and spec.default_layers.get(config) == layers:
+        return None
+    return layers
+
+
 def _backend_kind(config: dict, backend: str) -> tuple[str, str | None]:
     if backend == IREE:
         return IREE, None
@@ -167,9 +179,10 @@ def expand(config: dict, source: str) -> Suite:
     for bad in sorted(set(config["backends"]) - set(known_backends)):
         problems.append(f"{source}: backends: unknown backend {bad!r}; expected one of "
                         f"{known_backends} (define torch backends under torch_backends)")
-    if not workloads:
+    # A suite of benchmark files only (sharktank's JSON files) needs no workload.
+    if not workloads and not config["benchmark_files"]["models"]:
         problems.append(f"{source}: workloads: expected at least one workload "
-                        "(or torchao model_params)")
+                        "(or torchao model_params, or benchmark_files.models)")
     for i, entry in enumerate(workloads):
         where = f"{source}: {entry.get('_origin', f'workloads[{i}]')}"
         # Model names, configs, layers and shape ranks are checked by the schema
@@ -202,15 +215,22 @@ def expand(config: dict, source: str) -> Suite:
             for dtype in entry["dtypes"]:
                 for shape in shapes:
                     for mode in entry["modes"]:
-                        wid = workload_id(spec.name, cfg, dtype, shape, entry["layers"],
+                        layers = own_layers(spec, cfg, entry["layers"])
+                        wid = workload_id(spec.name, cfg, dtype, shape, layers,
                                           explicit_shape=bool(explicit), mode=mode,
                                           device=entry["device"])
                         w = Workload(
-                            wid, spec.name, cfg, dtype, shape, entry["layers"], mode=mode,
+                            wid, spec.name, cfg, dtype, shape, layers, mode=mode,
                             model_modules=(spec.source,) if spec.source else (),
                             device=entry["device"], group=entry["group"],
-                            profiler=entry["profiler"], memory_profiler=entry["memory_profiler"])
+                            profiler=entry["profiler"], memory_profiler=entry["memory_profiler"],
+                            memory_visualizer=entry["memory_visualizer"])
                         here = entry.get("_origin", f"workloads[{i}]")
+                        if "_origin" in entry and suite.workloads.get(wid, w) != w and w.group:
+                            # torchao measures each model_params entry apart (its name
+                            # tells them apart): so do we, naming the workload after it.
+                            wid = f"{wid}-{re.sub(r'[^A-Za-z0-9_.-]', '_', w.group)}"
+                            w = replace(w, id=wid)
                         # Two entries may share a workload (e.g. one for IREE, one for
                         # torch backends) if they define it alike and no case twice.
                         if suite.workloads.get(wid, w) != w:
@@ -226,6 +246,9 @@ def expand(config: dict, source: str) -> Suite:
                                     case = Case(w, sku, backend, recipe, kind, compile_mode,
                                                 _static_unsupported(recipe, kind, w))
                                     if (sku, backend, wid, recipe) in suite._index:
+                                        if ("_origin" in entry and suite._index[
+                                                (sku, backend, wid, recipe)] == case):
+                                            continue  # torchao entries alike: measured once
                                         problems.append(f"{where}: case {case.id} is already "
                                                         f"defined by {origin[wid]}; expected "
                                                         "each case once")

@@ -72,10 +72,61 @@ def _expected(error: jsonschema.ValidationError) -> str:
     return f"expected {v} {schema!r}: {error.message}"
 
 
+def _branch_errors(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors to report for one error: for a failed oneOf/anyOf, those of the branch
+    that best matches the instance (its type fits, then jsonschema's best_match, which
+    prefers the deepest error below such keywords), expanded again where they are
+    oneOf/anyOf themselves; the error itself otherwise, or when no branch's type fits."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return [error]
+    branches: dict[int, list[jsonschema.ValidationError]] = {}
+    for e in error.context:
+        branches.setdefault(e.relative_schema_path[0], []).append(e)
+    fitting = [errs for errs in branches.values()
+               if not any(e.validator == "type" and not e.relative_path for e in errs)]
+    if not fitting:
+        return [error]
+    best = jsonschema.exceptions.best_match(e for errs in fitting for e in errs)
+    branch = next(errs for errs in fitting if any(e is best for e in errs))
+    return [leaf for e in branch for leaf in _branch_errors(e)]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _lines(error: jsonschema.ValidationError, source: str) -> list[tuple[list, str]]:
+    """(key path, line) of one leaf error; an unknown key that a schema's `x-obsolete`
+    table names gets a line of its own naming its current spelling."""
+    path = list(error.absolute_path)
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        # No branch's type fits the instance: name the types the branches take.
+        types = [str(e.validator_value) for e in error.context
+                 if e.validator == "type" and not e.relative_path]
+        return [(path, f"{source}: {key_path(path)}: expected {' or '.join(types)}, got "
+                       f"{type(error.instance).__name__} {_short(error.instance)}")]
+    obsolete = error.schema.get("x-obsolete", {})
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict) and obsolete:
+        known = set(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in known]
+        out = [(path + [k], f"{source}: {key_path(path + [k])}: obsolete torchao key {k!r} "
+                            f"(no published torchao runner reads it); expected "
+                            f"{obsolete[k]}") for k in extra if k in obsolete]
+        rest = sorted(k for k in extra if k not in obsolete)
+        if rest:
+            out.append((path, f"{source}: {key_path(path)}: unknown key(s) {rest}; expected "
+                              f"one of {sorted(known)}"))
+        return out
+    return [(path, f"{source}: {key_path(path)}: {_expected(error)}")]
+
+
 def schema_problems(instance: Any, schema: dict, source: str) -> list[str]:
+    """One line per problem, `file: key.path: what was expected`, sorted by key path."""
     validator = schemas.validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
-    return [f"{source}: {key_path(e.absolute_path)}: {_expected(e)}" for e in errors]
+    lines = [line for error in validator.iter_errors(instance)
+             for leaf in _branch_errors(error) for line in _lines(leaf, source)]
+    return [text for _, text in sorted(lines, key=lambda pl: list(map(str, pl[0])))]
 
 
 def suite_schema() -> dict:

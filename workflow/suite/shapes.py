@@ -1,5 +1,8 @@
 """Matrix-shape generators of torchao's microbenchmarks: each returns an exact list of
-(name, [M, K, N]). Defaults follow torchao's benchmark_runner."""
+(name, [M, K, N]). Every generator, its names and its defaults follow
+`get_shapes_for_config` in pytorch/ao benchmarks/microbenchmarks/benchmark_runner.py at
+dbef6992fb6bc20da9c121baedfa8125625ab641, the last published version (upstream deleted
+the microbenchmarks in the next commit)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,45 @@ LLAMA_SHAPES = {
     "ffn.w2": (3584, 8192),
 }
 
+# Fixed model shapes, (label, (M, K, N)) in torchao's order; the case names are
+# f"{generator}_{label}" (labels repeat: torchao names both M of a model alike). From
+# get_shapes_for_config in pytorch/ao benchmarks/microbenchmarks/benchmark_runner.py at
+# dbef6992fb6bc20da9c121baedfa8125625ab641 (added in 72d0f494, #3438).
+MODEL_SHAPES = {
+    "llama4": [
+        ("FFN", (16384, 8192, 5120)),
+        ("QO_proj", (16384, 8192, 8192)),
+        ("KV_proj", (16384, 8192, 1024)),
+        ("FFN", (128000, 8192, 5120)),
+        ("QO_proj", (128000, 8192, 8192)),
+        ("KV_proj", (128000, 8192, 1024)),
+    ],
+    "deepseek_v3_236b": [
+        ("FFN", (16384, 1536, 5120)),
+        ("QKVO_proj", (16384, 7168, 7168)),
+        ("FFN", (128000, 1536, 5120)),
+        ("QKVO_proj", (128000, 7168, 7168)),
+    ],
+    "deepseek_v3_671b": [
+        ("FFN", (16384, 2048, 7168)),
+        ("QKVO_proj", (16384, 7168, 7168)),
+        ("FFN", (128000, 2048, 7168)),
+        ("QKVO_proj", (128000, 7168, 7168)),
+    ],
+    "qwen3_32b": [
+        ("QO_proj", (16384, 5120, 5120)),
+        ("KV_proj", (16384, 5120, 640)),
+        ("QO_proj", (128000, 5120, 5120)),
+        ("KV_proj", (128000, 5120, 640)),
+    ],
+    "gemma3_27b": [
+        ("QO_proj", (16384, 4096, 4096)),
+        ("KV_proj", (16384, 4096, 1024)),
+        ("QO_proj", (128000, 4096, 4096)),
+        ("KV_proj", (128000, 4096, 1024)),
+    ],
+}
+
 # (default min_power, default max_power) of the generators that take them.
 POWER_DEFAULTS = {
     "pow2": (10, 14),
@@ -22,7 +64,7 @@ POWER_DEFAULTS = {
     "small_sweep": (10, 14),
     "sweep": (8, 15),
 }
-GENERATORS = ("custom", "llama", *POWER_DEFAULTS)
+GENERATORS = ("custom", "llama", *MODEL_SHAPES, *POWER_DEFAULTS)
 
 
 def _powers(spec: dict, name: str) -> range:
@@ -39,6 +81,8 @@ def generate(spec: dict) -> list[tuple[str, list[int]]]:
         return [(name, list(s)) for s in spec.get("shapes", [])]
     if name == "llama":
         return [(f"llama_{k}", [LLAMA_M, kk, n]) for k, (kk, n) in LLAMA_SHAPES.items()]
+    if name in MODEL_SHAPES:
+        return [(f"{name}_{label}", list(mkn)) for label, mkn in MODEL_SHAPES[name]]
     if name == "pow2":
         return [(f"pow2_{i}", [2**p] * 3) for i, p in enumerate(_powers(spec, name))]
     if name == "pow2_extended":

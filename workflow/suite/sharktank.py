@@ -1,12 +1,37 @@
 """IREE sharktank-format benchmark files: loading, selection, and how they run.
 
-A file `benchmarks/<model>/<name>_<backend>.json` is a benchmark of its own: an MLIR
-file compiled with the SKU's target flags plus the file's `compile_flags`, then timed
-by iree-benchmark-module on the file's `function_run` with its `inputs` (and its
-`--parameters` weights when given), with goldens per SKU. Selection follows sharktank's
+A file `<benchmarks root>/<model>/<name>_<backend>.json` is a benchmark of its own: an
+MLIR file compiled with the SKU's target flags plus the file's `compile_flags`, then
+timed by iree-benchmark-module on the file's `function_run` with its `inputs` (and its
+`--parameters` weights), with goldens per SKU. Selection follows sharktank's
 `run_benchmarks.py --model --filename --sku --backend`: the suite's `benchmark_files`
 picks model directories, a file-name glob, file-name backends and the suite SKUs that
-run them. Each (file, SKU) pair becomes the case `{sku}/iree/{model}.{name}/baseline`.
+run them. Each (file, SKU) pair becomes the case `{sku}/iree/{model}.{name}/baseline`,
+which runs or is skipped with its reason; none is left out.
+
+Files are found as iree-test-suites' runner (sharktank_models/benchmarks/
+model_benchmark_run.py and conftest.py) finds them; `<group>` is `<model>_<submodel>`,
+the submodel being the file name without its `_<backend>` suffix:
+
+- `mlir_file_path`: relative to the benchmarks root (the runner's own directory), not
+  to the JSON's folder;
+- `mlir_file_name`: a file of the external test files directory (the runner's
+  `--external-file-directory`, README: `PATH_TO_EXTERNAL_FILES`);
+- neither (every current upstream file): the MLIR the quality tests downloaded to
+  `<artifacts>/<group>/`, named after its URL (`mlir_url`, the quality-test file's
+  `mlir`), else `model.mlir`;
+- weights: `real_weights_file_path` (relative to the benchmarks root), else
+  `<artifacts>/<group>/<real_weights_file_name>`, default name `real_weights.irpa`
+  (passed when that file exists: an MLIR without parameters needs none);
+- `modules` name other benchmarks by their `<group>` with the same backend (upstream:
+  `<model>_<submodel>_vmfbs/model.<backend>.vmfb`), compiled here like any file, with
+  their weights;
+- `@file` inputs: relative to the JSON's folder.
+
+`<artifacts>` is the suite's `benchmark_files.artifacts_dir`, else `$IREE_TEST_FILES/
+artifacts` (the runner's variable), else `<benchmarks root>/../artifacts` (the runner's
+default). Nothing is downloaded: a file whose MLIR, weights, inputs or modules are absent
+is skipped with what is missing and where it was looked for.
 
 Nothing from a file reaches a shell: every value becomes one argument of an argument
 list.
@@ -16,9 +41,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from workflow.errors import ConfigError
 from workflow.paths import BF_CASE
@@ -34,6 +61,14 @@ WARMUP_FLAG = "--benchmark_min_warmup_time="
 OWNED_FLAGS = (REPETITIONS_FLAG, WARMUP_FLAG, "--benchmark_format=", "--benchmark_out")
 # Compiled from MLIR of any dialect: the hand-written benchmarks are linalg, IREE's torch.
 INPUT_TYPE = "auto"
+# The upstream runner's environment: its artifacts live in $IREE_TEST_FILES/artifacts;
+# its README passes the external test files directory as $PATH_TO_EXTERNAL_FILES.
+ARTIFACTS_ENV = "IREE_TEST_FILES"
+EXTERNAL_ENV = "PATH_TO_EXTERNAL_FILES"
+# Names in an artifact group when the file names none (the quality tests download the
+# MLIR from .../model.mlir; the runner's default weights).
+DEFAULT_MLIR_NAME = "model.mlir"
+DEFAULT_WEIGHTS_NAME = "real_weights.irpa"
 
 
 def file_schema() -> dict:
@@ -44,12 +79,76 @@ def default_dir() -> Path:
     return REPO_ROOT / "benchmarks"
 
 
+@dataclass(frozen=True)
+class Locations:
+    """Where a benchmark file's MLIR, weights and external files are looked for."""
+
+    root: Path                       # the benchmarks root: mlir_file_path is relative to it
+    artifacts: Path                  # <artifacts>/<model>_<submodel>/{model.mlir, ...}
+    artifacts_from: str              # which setting chose `artifacts` (for skip reasons)
+    external: Path | None = None     # mlir_file_name's directory
+    external_from: str | None = None
+
+    @classmethod
+    def of(cls, spec: dict, root: Path, env=None) -> Locations:
+        """The suite's settings first, then the upstream runner's environment, then its
+        defaults (artifacts beside the benchmarks root; no external directory)."""
+        env = os.environ if env is None else env
+        if spec.get("artifacts_dir"):
+            artifacts, frm = Path(spec["artifacts_dir"]), "benchmark_files.artifacts_dir"
+        elif env.get(ARTIFACTS_ENV):
+            artifacts = Path(os.path.expanduser(env[ARTIFACTS_ENV])) / "artifacts"
+            frm = f"${ARTIFACTS_ENV}/artifacts"
+        else:
+            artifacts = root.parent / "artifacts"
+            frm = "the runner's default <benchmarks root>/../artifacts"
+        external, efrm = None, None
+        if spec.get("external_files_dir"):
+            external, efrm = Path(spec["external_files_dir"]), "benchmark_files.external_files_dir"
+        elif env.get(EXTERNAL_ENV):
+            external, efrm = Path(os.path.expanduser(env[EXTERNAL_ENV])), f"${EXTERNAL_ENV}"
+        return cls(root, artifacts, frm, external, efrm)
+
+    @classmethod
+    def beside(cls, path: Path) -> Locations:
+        """The defaults for a file read on its own: its model directory's parent is the
+        benchmarks root."""
+        return cls.of({}, path.parent.parent, env={})
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file benchflow needs: where it is (or would be) and how that was decided."""
+
+    path: Path | None
+    how: str
+    required: bool = True
+
+    @property
+    def exists(self) -> bool:
+        return self.path is not None and self.path.is_file()
+
+    def missing(self, what: str) -> str | None:
+        """Why the file cannot be used, or None."""
+        if self.exists or not self.required:
+            return None
+        if self.path is None:
+            return f"{what} cannot be located: {self.how}"
+        return (f"{what} is absent: expected {self.path} ({self.how}); benchflow never "
+                "downloads")
+
+
 @dataclass(eq=False)
 class BenchmarkFile:
     path: Path
     model: str     # its directory: sharktank's --model
     name: str      # the file name without .json: what --filename matches
     data: dict
+    where: Locations | None = None
+
+    def __post_init__(self):
+        if self.where is None:
+            self.where = Locations.beside(self.path)
 
     @property
     def id(self) -> str:
@@ -64,19 +163,82 @@ class BenchmarkFile:
     def submodel(self) -> str:
         return self.name.rsplit("_", 1)[0] if "_" in self.name else self.name
 
-    def resolve(self, rel: str) -> Path:
+    @property
+    def group(self) -> str:
+        """`<model>_<submodel>`: the upstream artifact group, and how `modules` name it."""
+        return f"{self.model}_{self.submodel}"
+
+    def beside(self, rel: str) -> Path:
+        """A path relative to this JSON's folder (@file inputs)."""
         p = Path(rel)
         return p if p.is_absolute() else self.path.parent / p
 
+    def from_root(self, rel: str) -> Path:
+        """A path relative to the benchmarks root (mlir_file_path, real_weights_file_path)."""
+        p = Path(rel)
+        return p if p.is_absolute() else self.where.root / p
+
+    def _in_group(self, name: str, because: str) -> Found:
+        w = self.where
+        return Found(w.artifacts / self.group / name,
+                     f"{because}, in <artifacts>/{self.group}/ where <artifacts> is "
+                     f"{w.artifacts_from}; set benchmark_files.artifacts_dir or "
+                     f"${ARTIFACTS_ENV} to point elsewhere")
+
+    def _quality_mlir_name(self) -> str | None:
+        """The name the upstream quality test of this benchmark downloads its MLIR as
+        (sharktank_models/quality_tests/<model>/<name>.json beside the benchmarks root)."""
+        q = self.where.root.parent / "quality_tests" / self.model / f"{self.name}.json"
+        try:
+            url = json.loads(q.read_text()).get("mlir")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return _url_name(url) if isinstance(url, str) else None
+
+    def locate_mlir(self) -> Found:
+        d = self.data
+        if d.get("mlir_file_path"):
+            rel = d["mlir_file_path"]
+            return Found(self.from_root(rel), f"mlir_file_path {rel!r} is relative to the "
+                                              f"benchmarks root {self.where.root}")
+        if d.get("mlir_file_name"):
+            name, ext = d["mlir_file_name"], self.where.external
+            if ext is None:
+                return Found(None, f"mlir_file_name {name!r} is a file of the external test "
+                                   f"files directory: set benchmark_files.external_files_dir "
+                                   f"or ${EXTERNAL_ENV}")
+            return Found(ext / name, f"mlir_file_name {name!r}, in the external test files "
+                                     f"directory ({self.where.external_from})")
+        url = d.get("mlir_url") or d.get("mlir_file_url")
+        if url and _url_name(url):
+            return self._in_group(_url_name(url), f"the file name of its mlir_url {url}")
+        quality = self._quality_mlir_name()
+        if quality:
+            return self._in_group(quality, "the file name of its quality test's mlir URL")
+        return self._in_group(DEFAULT_MLIR_NAME, "it names no MLIR, so the one upstream's "
+                                                 "quality tests download")
+
+    def locate_weights(self) -> Found:
+        d = self.data
+        if d.get("real_weights_file_path"):
+            rel = d["real_weights_file_path"]
+            return Found(self.from_root(rel), f"real_weights_file_path {rel!r} is relative to "
+                                              f"the benchmarks root {self.where.root}")
+        if d.get("real_weights_file_name"):
+            return self._in_group(d["real_weights_file_name"], "its real_weights_file_name")
+        found = self._in_group(DEFAULT_WEIGHTS_NAME, "the runner's default weights")
+        return Found(found.path, found.how, required=False)
+
     @property
     def mlir(self) -> Path | None:
-        rel = self.data.get("mlir_file_path") or self.data.get("mlir_file_name")
-        return self.resolve(rel) if rel else None
+        return self.locate_mlir().path
 
     @property
     def weights(self) -> Path | None:
-        rel = self.data.get("real_weights_file_name") or self.data.get("real_weights_file_path")
-        return self.resolve(rel) if rel else None
+        """The archive passed as --parameters=model=: named ones always (a missing one
+        skips the file), the default one when it exists."""
+        found = self.locate_weights()
+        return found.path if found.required or found.exists else None
 
     def _flag(self, prefix: str) -> str | None:
         found = [f[len(prefix):] for f in self.data.get("benchmark_flags", [])
@@ -106,7 +268,7 @@ class BenchmarkFile:
         out = []
         for spec in self.data["inputs"]:
             head, at, rel = spec.partition("@")
-            out.append(f"{head}@{self.resolve(rel)}" if at else spec)
+            out.append(f"{head}@{self.beside(rel)}" if at else spec)
         return out
 
     def input_files(self) -> list[str]:
@@ -135,12 +297,22 @@ class BenchmarkFile:
                 if key in d.get(theirs, {})}
 
     def not_runnable(self) -> str | None:
-        """Why this file cannot run here at all, or None."""
-        if self.mlir is None:
-            where = self.data.get("mlir_url") or self.data.get("mlir_file_url")
-            return ("its MLIR is only at " + where + " (benchflow never downloads: set "
-                    "mlir_file_path)") if where else "it names no mlir_file_path"
+        """Why this file cannot run here at all (its MLIR, weights or an @input absent),
+        or None. Its modules are the selection's to check (Selection.unavailable)."""
+        why = self.locate_mlir().missing("its MLIR") or self.locate_weights().missing(
+            "its weights file")
+        if why:
+            return why
+        for i, rel in enumerate(self.input_files()):
+            if not Path(rel).is_file():
+                return f"its input inputs[{i}] is absent: expected {rel} (benchflow never " \
+                       "downloads)"
         return None
+
+
+def _url_name(url: str) -> str:
+    """The file name a URL is downloaded as (upstream's FetchedArtifact)."""
+    return Path(urlparse(url).path).name
 
 
 def file_problems(data, source: str) -> list[str]:
@@ -163,8 +335,11 @@ def file_problems(data, source: str) -> list[str]:
     return problems
 
 
-def load_file(path: str | Path, model: str | None = None) -> BenchmarkFile:
-    """Reads and checks one benchmark file; raises ConfigError naming every problem."""
+def load_file(path: str | Path, model: str | None = None,
+              where: Locations | None = None) -> BenchmarkFile:
+    """Reads and checks one benchmark file; raises ConfigError naming every problem.
+    `where`: how its files are found (default: the file's model directory's parent is
+    the benchmarks root, the upstream defaults for the rest)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -175,7 +350,7 @@ def load_file(path: str | Path, model: str | None = None) -> BenchmarkFile:
     problems = file_problems(data, str(path))
     if problems:
         raise ConfigError(problems)
-    return BenchmarkFile(path, model or path.parent.name, path.stem, data)
+    return BenchmarkFile(path, model or path.parent.name, path.stem, data, where)
 
 
 @dataclass(frozen=True)
@@ -196,12 +371,13 @@ class BenchCase:
 
 @dataclass
 class Selection:
-    """The benchmark files a suite runs: cases, every file they need, what was left out."""
+    """The benchmark files a suite runs: cases, every file they need, what is skipped."""
 
     cases: list[BenchCase] = field(default_factory=list)
     files: dict[str, BenchmarkFile] = field(default_factory=dict)  # by id, modules included
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (file id, sku, why)
     golden_keys: dict[str, str] = field(default_factory=dict)
+    modules: dict[str, list[str]] = field(default_factory=dict)  # file id -> module file ids
 
     def file(self, benchmark: str) -> BenchmarkFile:
         return self.files[benchmark]
@@ -210,25 +386,26 @@ class Selection:
         return self.golden_keys.get(sku, sku)
 
     def module_ids(self, benchmark: str) -> list[str]:
-        f = self.files[benchmark]
-        return [f"{f.model}.{module_stem(f, m)}" for m in f.data.get("modules", [])]
+        """The benchmark files whose compiled modules a pipeline loads (--module) first."""
+        return list(self.modules.get(benchmark, []))
 
+    def weights(self, benchmark: str) -> list[Path]:
+        """The parameter archives of a run: its modules' (as upstream passes them for
+        pipelines), then its own."""
+        own = self.files[benchmark].weights
+        out = [w for m in self.module_ids(benchmark) for w in self.weights(m)]
+        return [*dict.fromkeys(out), *([own] if own and own not in out else [])]
 
-def module_stem(f: BenchmarkFile, module: str) -> str:
-    """The file name (without .json) of a module a pipeline loads: same directory, same
-    backend suffix, as sharktank finds `<module>_vmfbs/model.<backend>.vmfb`."""
-    return f"{module}_{f.backend}" if f.backend else module
+    def skipped_cases(self) -> list[BenchCase]:
+        return [BenchCase(self.files[fid], sku) for fid, sku, _ in self.skipped]
 
 
 def files_dir(spec: dict) -> Path:
     return Path(spec["dir"]) if spec.get("dir") else default_dir()
 
 
-def skip_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> str | None:
-    """Why a SKU does not run a file (its device, or the file's chips to ignore)."""
-    why = f.not_runnable()
-    if why:
-        return why
+def sku_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> str | None:
+    """Why a SKU does not run a file: its device, or the file's chips to ignore."""
     devices = BACKEND_DEVICES.get(sku["iree"]["target_backend"], ())
     if f.data["device"] not in devices:
         return (f"device {f.data['device']!r} does not run on a "
@@ -240,8 +417,60 @@ def skip_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> 
     return None
 
 
-def select(config: dict, source: str) -> Selection:
-    """The benchmark files of a validated suite; raises ConfigError naming every problem."""
+class Availability:
+    """Decides, once per file, whether it can run here: its MLIR, weights and @inputs
+    exist, and so do the files its `modules` name (`<model>_<submodel>` with the
+    pipeline's backend, anywhere under the benchmarks root), recursively. Module files
+    are loaded into the selection (so that they are compiled) and their ids kept in
+    `Selection.modules`; a module that is invalid is a problem of the suite."""
+
+    def __init__(self, sel: Selection, where: Locations):
+        self.sel, self.where = sel, where
+        self.index: dict[tuple[str, str], Path] = {}
+        for path in sorted(where.root.glob("*/*.json"), reverse=True):  # first wins
+            stem = path.stem
+            sub, _, backend = stem.rpartition("_") if "_" in stem else (stem, "", "")
+            self.index[(f"{path.parent.name}_{sub}", backend)] = path
+        self.verdicts: dict[str, str | None] = {}
+        self.problems: list[str] = []
+
+    def unavailable(self, fid: str, visiting: tuple[str, ...] = ()) -> str | None:
+        if fid in self.verdicts:
+            return self.verdicts[fid]
+        if fid in visiting:
+            return f"its modules form a cycle: {' -> '.join([*visiting, fid])}"
+        f = self.sel.files[fid]
+        why = f.not_runnable()
+        ids: list[str] = []
+        for i, name in enumerate(f.data.get("modules", []) if not why else []):
+            path = self.index.get((name, f.backend))
+            if path is None:
+                why = (f"modules[{i}] {name!r}: no benchmark file <model>/<submodel>_"
+                       f"{f.backend}.json under {self.where.root} whose <model>_<submodel> "
+                       f"is {name!r}")
+                break
+            dep_id = f"{path.parent.name}.{path.stem}"
+            if dep_id not in self.sel.files:
+                try:
+                    self.sel.files[dep_id] = load_file(path, path.parent.name, self.where)
+                except ConfigError as exc:
+                    self.problems += exc.problems
+                    why = f"modules[{i}] {name!r}: {path} is not a valid benchmark file"
+                    break
+            dep_why = self.unavailable(dep_id, (*visiting, fid))
+            if dep_why:
+                why = f"modules[{i}] {name!r} ({path}) cannot run: {dep_why}"
+                break
+            ids.append(dep_id)
+        if why is None:
+            self.sel.modules[fid] = ids
+        self.verdicts[fid] = why
+        return why
+
+
+def select(config: dict, source: str, env=None) -> Selection:
+    """The benchmark files of a validated suite; raises ConfigError naming every problem.
+    Every selected (file, SKU) pair is a case or a skipped pair with its reason."""
     spec = config["benchmark_files"]
     sel = Selection(golden_keys=dict(spec["golden_keys"]))
     if not spec["models"]:
@@ -251,6 +480,7 @@ def select(config: dict, source: str) -> Selection:
     if not root.is_dir():
         raise ConfigError([f"{where}.dir: expected a directory of benchmark files, "
                            f"{root} is not one"])
+    locations = Locations.of(spec, root, env)
     problems: list[str] = []
     for bad in sorted(set(spec["skus"]) - set(config["skus"])):
         problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
@@ -268,12 +498,13 @@ def select(config: dict, source: str) -> Selection:
         chosen += [m for m in hits if m not in chosen]
     skus = spec["skus"] or list(config["skus"])
     backends = spec["backends"]
+    modules = Availability(sel, locations)
     for model in chosen:
         for path in sorted((root / model).glob("*.json")):
             if not fnmatch.fnmatch(path.stem, spec["filename"]):
                 continue
             try:
-                f = load_file(path, model)
+                f = load_file(path, model, locations)
             except ConfigError as exc:
                 problems += exc.problems
                 continue
@@ -283,40 +514,18 @@ def select(config: dict, source: str) -> Selection:
                 problems.append(f"{path}: expected a file name of [A-Za-z0-9_.-] only "
                                 f"(it becomes a case id)")
                 continue
-            sel.files[f.id] = f
+            sel.files.setdefault(f.id, f)
             for sku in skus:
-                why = skip_reason(f, sku, config["skus"][sku], sel.golden_key(sku))
+                why = (sku_reason(f, sku, config["skus"][sku], sel.golden_key(sku))
+                       or modules.unavailable(f.id))
                 if why:
                     sel.skipped.append((f.id, sku, why))
                 else:
-                    sel.cases.append(BenchCase(f, sku))
-    problems += _add_modules(sel)
+                    sel.cases.append(BenchCase(sel.files[f.id], sku))
+    problems += modules.problems
     if problems:
         raise ConfigError(problems)
     return sel
-
-
-def _add_modules(sel: Selection) -> list[str]:
-    """Loads the files that selected pipelines load as --module (they need not be selected)."""
-    problems = []
-    pending = [c.benchmark for c in sel.cases]
-    while pending:
-        f = sel.files[pending.pop()]
-        for i, module in enumerate(f.data.get("modules", [])):
-            dep = f"{f.model}.{module_stem(f, module)}"
-            if dep in sel.files:
-                continue
-            path = f.path.parent / f"{module_stem(f, module)}.json"
-            try:
-                sel.files[dep] = load_file(path, f.model)
-            except ConfigError:
-                problems.append(f"{f.path}: modules[{i}]: expected a benchmark file {path}")
-                continue
-            why = sel.files[dep].not_runnable()
-            if why:
-                problems.append(f"{f.path}: modules[{i}]: {path} cannot be compiled: {why}")
-            pending.append(dep)
-    return problems
 
 
 def compile_flags(f: BenchmarkFile, sku: dict) -> list[str]:
@@ -326,15 +535,17 @@ def compile_flags(f: BenchmarkFile, sku: dict) -> list[str]:
     return [*sku_flags(sku, input_type=INPUT_TYPE), *f.data.get("compile_flags", [])]
 
 
-def run_spec(f: BenchmarkFile, sku: dict) -> dict:
-    """What the run stage needs (and its params: a change reruns the timing)."""
+def run_spec(f: BenchmarkFile, sku: dict, weights: list | None = None) -> dict:
+    """What the run stage needs (and its params: a change reruns the timing). `weights`:
+    the parameter archives to pass (Selection.weights; default: the file's own)."""
     m = sku["measurement"]
-    weights = f.weights
+    if weights is None:
+        weights = [f.weights] if f.weights else []
     return {
         "function": f.data["function_run"],
         "inputs": f.input_args(),
         "device": f.data["device"],
-        "parameters": [f"--parameters=model={weights}"] if weights else [],
+        "parameters": [f"--parameters=model={w}" for w in weights],
         "benchmark_flags": f.extra_benchmark_flags(),
         # The file's own repetitions and warm-up; invocations and min_time are the SKU's
         # protocol (DESIGN.md: the invocation is the unit).
@@ -342,9 +553,11 @@ def run_spec(f: BenchmarkFile, sku: dict) -> dict:
     }
 
 
-def data_files(f: BenchmarkFile) -> list[str]:
+def data_files(f: BenchmarkFile, weights: list | None = None) -> list[str]:
     """Files a run reads besides the modules: @inputs and the weights (rule inputs)."""
-    return [*f.input_files(), *([str(f.weights)] if f.weights else [])]
+    if weights is None:
+        weights = [f.weights] if f.weights else []
+    return [*f.input_files(), *(str(w) for w in weights)]
 
 
 def identity(case: BenchCase) -> dict:

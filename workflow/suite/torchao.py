@@ -1,55 +1,126 @@
 """torchao microbenchmark files (`benchmark_mode`, `quantization_config_recipe_names`,
-`model_params`, ...) as benchflow workloads, so such a file runs unchanged as a suite."""
+`model_params`, ...) as benchflow workloads, so such a file runs unchanged as a suite.
+
+torchao's microbenchmarks (pytorch/ao benchmarks/microbenchmarks, published 2025-03-17
+in 6b76adbe, deleted 2026-07-30 in ac7bcee7) changed their semantics over time. "v1" is
+6b76adbe .. 317179ea^ (2025-03-17 .. 2025-08-12), "v2" is 317179ea .. dbef6992
+(2025-08-12 .. 2026-07-30, the last published version). Which version each key follows:
+
+key                               follows      meaning here
+--------------------------------  -----------  ----------------------------------------------
+benchmark_mode                    v1 = v2      inference; training becomes training workloads
+                                               (v2 printed "not implemented")
+quantization_config_recipe_names  v2 (= v1)    recipes; baseline is added for inference (v1
+                                               added it; v2 measures it in every row)
+sparsity_config_recipe_names      v2 (= v1)    get_quantization_sparsity_recipes' pairs: block
+                                               with baseline; semi / 2:4 with marlin*,
+                                               int8dq*, float8dq* and a listed baseline;
+                                               named <quantization>.sparsity-<name>
+output_dir                        v1 = v2      recorded only (benchflow writes results/)
+model_params                      v1 = v2      a list of entries (or one mapping, as the
+                                               README shows)
+name                              v1 = v2      the cases' `group`; tells apart the same shape
+                                               in two entries (workload id + "-<name>")
+matrix_shapes                     v2           get_shapes_for_config's generators at dbef6992
+high_precision_dtype              v1 = v2      torch.float32/float16/bfloat16 (`torch.` is
+                                               optional, as getattr(torch, name) reads it)
+torch_compile_mode                v2           no use_torch_compile: eager AND
+                                               torch.compile(mode, fullgraph=True) cases
+                                               (default mode "default"), as v2 always
+                                               measures both
+use_torch_compile                 v1           true: torch.compile(torch_compile_mode,
+                                               fullgraph=True) cases only; false: eager only
+                                               (v2 ignores the key)
+device                            v1 = v2      cpu, cuda, mps, xpu; one the machine lacks is
+                                               recorded unsupported (torchao ran on the CPU)
+model_type                        v2           a registered model; transformer_block is
+                                               torchao's [M, K, N] block with K the hidden
+                                               size (torchao_transformer_block)
+enable_profiler                   v1 = v2      a Chrome trace per case
+enable_memory_profiler            v1 = v2      a CUDA memory snapshot per case; on the CPU
+                                               recorded as unsupported
+enable_memory_visualizer          27179874     an HTML view of the snapshot; recorded why not
+                                  (PR #3346's  where it cannot be made
+                                  branch)
+scaling_*, use_fast_accum,        training     recorded only
+repeat_n                          branch
+
+Keys of torchao's drafts before v1 (`compile`, `m`/`k`/`n`, `quantization(s)`,
+`precision`, ...) were never read by a published runner: the schema refuses them,
+naming the current spelling (its `x-obsolete` tables).
+"""
 
 from __future__ import annotations
 
-DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
+from workflow.backends.torch.recipes import sparsity_kind, sparsity_recipe_name
+
+# torchao parses high_precision_dtype as getattr(torch, value.split(".")[-1]).
+DTYPES = {f"{prefix}{name}": dtype
+          for prefix in ("torch.", "")
+          for name, dtype in (("float32", "f32"), ("float", "f32"), ("float16", "f16"),
+                              ("half", "f16"), ("bfloat16", "bf16"))}
+# torchao model_type -> benchflow model, where the names differ in meaning.
+MODEL_TYPES = {"transformer_block": "torchao_transformer_block"}
+V1_COMPILE_KEY = "use_torch_compile"
 
 
-def _compile_mode(entry: dict) -> str | None:
-    """torchao spells it use_torch_compile + torch_compile_mode, or (older) compile."""
-    if entry.get("use_torch_compile"):
-        return entry.get("torch_compile_mode") or "default"
-    old = entry.get("compile")
-    if old in (None, False, "false", "False", ""):
-        return None
-    return "default" if old is True else str(old)
+def torchao_recipes(config: dict) -> list[str]:
+    """Recipe names of a torchao file, in torchao's order: baseline (inference), the
+    quantization recipes, then the sparsity pairs of get_quantization_sparsity_recipes."""
+    quant = list(config["quantization_config_recipe_names"])
+    recipes = list(quant)
+    if config["benchmark_mode"] == "inference" and "baseline" not in recipes:
+        recipes.insert(0, "baseline")
+    for sparse in config["sparsity_config_recipe_names"]:
+        if sparsity_kind(sparse) == "block":
+            recipes.append(sparsity_recipe_name("baseline", sparse))
+            continue
+        for q in quant:
+            if "marlin" in q or "int8dq" in q or "float8dq" in q or q == "baseline":
+                recipes.append(sparsity_recipe_name(q, sparse))
+    return list(dict.fromkeys(recipes)) or ["baseline"]
+
+
+def _backends(entry: dict, config: dict) -> list[str]:
+    """torch-eager and/or a torch.compile backend, as the torchao version whose keys the
+    entry uses would measure it (see the table above)."""
+    mode = entry.get("torch_compile_mode") or "default"
+    name = f"torch-inductor-{mode}"
+    # torchao compiles with fullgraph=True; a backend of this name the suite defines wins.
+    config["torch_backends"].setdefault(name, {"kind": "inductor", "compile_mode": mode,
+                                               "fullgraph": True})
+    config["torch_backends"].setdefault("torch-eager", {"kind": "eager",
+                                                        "compile_mode": "default",
+                                                        "fullgraph": False})
+    if V1_COMPILE_KEY in entry:
+        return [name] if entry[V1_COMPILE_KEY] else ["torch-eager"]
+    return ["torch-eager", name]
 
 
 def translate_model_params(config: dict) -> list[dict]:
     """Workload entries (with every workload key set) for the suite's model_params.
 
-    Inductor backends for the compile modes used are added to config["torch_backends"]
-    (named torch-inductor, or torch-inductor-<mode> for a mode other than default).
+    The torch.compile backends used are added to config["torch_backends"] as
+    torch-inductor-<torch_compile_mode> (fullgraph, as torchao compiles).
     """
     params = config.get("model_params") or []
     if isinstance(params, dict):
         params = [params]
-    mode = config.get("benchmark_mode", "inference")
-    recipes = list(config.get("quantization_config_recipe_names") or [])
-    if mode == "inference" and "baseline" not in recipes:
-        recipes.insert(0, "baseline")  # torchao always measures the baseline for inference
+    mode = config["benchmark_mode"]
+    recipes = torchao_recipes(config)
     out = []
     for i, entry in enumerate(params):
-        backends = ["torch-eager"]
-        cmode = _compile_mode(entry)
-        if cmode:
-            name = "torch-inductor" if cmode == "default" else f"torch-inductor-{cmode}"
-            config["torch_backends"].setdefault(name, {"kind": "inductor", "compile_mode": cmode,
-                                                       "fullgraph": False})
-            backends.append(name)
-        config["torch_backends"].setdefault("torch-eager", {"kind": "eager",
-                                                            "compile_mode": "default",
-                                                            "fullgraph": False})
+        model_type = entry.get("model_type", "linear")
         out.append({
             "_origin": f"model_params[{i}]",
-            "model": entry.get("model_type", "linear"),
+            "model": MODEL_TYPES.get(model_type, model_type),
             "configs": [], "layers": None, "skus": [],
             "dtypes": [DTYPES[entry.get("high_precision_dtype", "torch.bfloat16")]],
             "shapes": [], "matrix_shapes": entry.get("matrix_shapes") or [],
-            "backends": backends, "recipes": recipes or ["baseline"], "modes": [mode],
+            "backends": _backends(entry, config), "recipes": recipes, "modes": [mode],
             "device": entry.get("device", "cpu"), "group": entry.get("name") or None,
             "profiler": bool(entry.get("enable_profiler")),
             "memory_profiler": bool(entry.get("enable_memory_profiler")),
+            "memory_visualizer": bool(entry.get("enable_memory_visualizer")),
         })
     return out

@@ -25,10 +25,11 @@ from pathlib import Path
 
 from workflow.backends.torch.recipes import (
     Device,
+    apply,
     device_reason,
     layer_reason,
     parse,
-    torchao_config,
+    torchao_kernels_loaded,
 )
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.models.registry import get_model, load_model_files, tolerance_for
@@ -42,17 +43,21 @@ def emit(event: str, case: str, **data) -> None:
     print(json.dumps({"event": event, "case": case, **data}), flush=True)
 
 
-def probe_device(kind: str) -> tuple[Device, str | None]:
+def probe_device(kind: str, recipe: str) -> tuple[Device, str | None]:
     """The device a case asks for, or why this machine has none."""
     import torch
 
+    # Only the intx recipe needs torchao's kernel library: probing it imports torchao,
+    # about a second that no other case's worker process should pay.
+    kernels = parse(recipe).family == "intx-opaque" and torchao_kernels_loaded()
     if kind == "cpu":
-        return Device("cpu"), None
+        return Device("cpu", torchao_kernels=kernels), None
     if kind == "cuda":
         if not torch.cuda.is_available():
-            return Device("cpu"), "CUDA is not available on this machine"
-        return Device("cuda", torch.cuda.get_device_capability()), None
-    return Device("cpu"), f"device {kind} is not supported by benchflow's torch backends"
+            return Device("cpu", torchao_kernels=kernels), "CUDA is not available on this machine"
+        return Device("cuda", torch.cuda.get_device_capability(), torchao_kernels=kernels), None
+    return (Device("cpu", torchao_kernels=kernels),
+            f"device {kind} is not supported by benchflow's torch backends")
 
 
 def sync(device: Device) -> None:
@@ -79,14 +84,12 @@ class Prepared:
         self.module = inst.module.to(dev)
         self.inputs = tuple(x.to(dev) for x in inst.inputs)
         if self.recipe.quantized:
-            from torchao.quantization import quantize_
-
             linears = [m.in_features for m in self.module.modules()
                        if isinstance(m, torch.nn.Linear)]
             why = layer_reason(self.recipe, linears)
             if why:
                 raise Unsupported(why)
-            quantize_(self.module, torchao_config(self.recipe, device))
+            apply(self.module, self.recipe, device)
         if self.mode == "training":
             self.module.train()
             self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=1e-4)
@@ -198,7 +201,7 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
 
     w = case["workload"]
     load_model_files(w.get("model_modules", []))
-    device, why = probe_device(w["device"])
+    device, why = probe_device(w["device"], case["recipe"])
     recipe = parse(case["recipe"])
     why = why or device_reason(recipe, device=device, dtype=w["dtype"])
     if why:
@@ -263,14 +266,16 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
 
 
 def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict | None:
-    if not (w["profiler"] or w["memory_profiler"]):
+    visualizer = w["memory_visualizer"]
+    if not (w["profiler"] or w["memory_profiler"] or visualizer):
         return None
     import torch
 
     out_dir = Path(plan["artifacts_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = case["workload"]["id"]
-    profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None}
+    profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None,
+                     "memory_visualization": None, "memory_visualization_status": None}
     if w["profiler"]:
         activities = [torch.profiler.ProfilerActivity.CPU]
         if prepared.device.kind == "cuda":
@@ -292,9 +297,25 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
             torch.cuda.memory._dump_snapshot(str(path))
             torch.cuda.memory._record_memory_history(enabled=None)
             profile["memory_snapshot"] = str(path)
+            if visualizer:
+                # torchao's enable_memory_visualizer: an HTML view of the snapshot.
+                import pickle
+
+                from torch.cuda._memory_viz import trace_plot
+
+                html = out_dir / f"{stem}.memory_viz.html"
+                with path.open("rb") as fh:
+                    html.write_text(trace_plot(pickle.load(fh)))
+                profile["memory_visualization"] = str(html)
         else:
             profile["memory_snapshot_status"] = (
                 "unsupported: CUDA memory snapshots need a CUDA device; this case ran on the CPU")
+    if visualizer and not profile.get("memory_visualization"):
+        profile["memory_visualization_status"] = (
+            "unsupported: the memory visualization renders a CUDA memory snapshot; this case "
+            "ran on the CPU" if w["memory_profiler"] else
+            "not run: enable_memory_visualizer takes effect with enable_memory_profiler only "
+            "(as in torchao)")
     return profile
 
 
@@ -304,7 +325,7 @@ def time_case(case: dict, backend: dict, plan: dict) -> dict:
     import torch.utils.benchmark as tb
 
     w = case["workload"]
-    device, _ = probe_device(w["device"])
+    device, _ = probe_device(w["device"], case["recipe"])
     torch.set_num_threads(plan["threads"])
     m = plan["measurement"]
     prepared = Prepared(case, backend, device)
