@@ -234,13 +234,15 @@ def test_unsupported_case_is_recorded_and_exits_non_zero(tmp_path, suite_file):
 
 
 def test_coverage_subcommand_prints_the_table(tmp_path, capsys):
-    report = {"cases": [
-        {"id": "h/iree/m-f32/baseline", "model": "m", "workload": "m-f32", "backend": "iree",
-         "status": "ok", "stage": None, "error": None, "timing": {"median_ms": 1.0},
-         "accuracy": {"accurate": True},
-         "graph": {"aten_ops": 3, "aten_ops_unique": 2,
-                   "op_histogram": {"aten.linear.default": 2, "aten.relu.default": 1}}},
-    ]}
+    from tests.test_goldens import make_case, make_report
+
+    # A report as the reader accepts it (valid against report.schema.json).
+    report = make_report(make_case(
+        "h/iree/m-f32/baseline", [1.0], model="m", workload="m-f32",
+        accuracy={"pcc": 1.0, "max_abs_err": 0.0, "max_rel_err": 0.0, "allclose": True,
+                  "sqnr_db": None, "reference": "fp32 eager", "accurate": True},
+        graph={"aten_ops": 3, "aten_ops_unique": 2, "graph_breaks": None,
+               "op_histogram": {"aten.linear.default": 2, "aten.relu.default": 1}}))
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     assert main(["coverage", "--report", str(path), "--ops"]) == 0

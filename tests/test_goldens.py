@@ -12,25 +12,42 @@ from workflow.regression import gate, goldens
 
 
 def make_case(cid: str, medians, *, status="ok", dispatch=2, size=10_000, noisy=False,
-              golden=None, provenance=None) -> dict:
-    sku = cid.split("/", 1)[0]
+              golden=None, provenance=None, **fields) -> dict:
+    """A case record valid against report.schema.json (the report reader checks it)."""
+    sku, backend, workload = (cid.split("/") + ["", ""])[:3]
     ok = status == "ok"
+    median = sorted(medians)[len(medians) // 2]
     return {
-        "id": cid, "sku": sku, "status": status, "stage": None if ok else "compile",
-        "compile": {"dispatch_count": dispatch, "binary_bytes": size} if ok else None,
-        "timing": {"median_ms": sorted(medians)[len(medians) // 2],
-                   "invocation_medians_ms": list(medians), "cv": 0.02, "noisy": noisy}
+        "id": cid, "model": workload.split("-", 1)[0] or "m", "workload": workload or "m",
+        "config": "default",
+        "dtype": "f32", "shape": [1, 4], "sku": sku, "backend": backend or "iree",
+        "recipe": "baseline", "mode": "inference", "device": "cpu",
+        "status": status, "stage": None if ok else "compile", "error": None if ok else "boom",
+        "compile": {"seconds": 0.5, "dispatch_count": dispatch, "binary_bytes": size,
+                    "flags": []} if ok else None,
+        "timing": {"median_ms": median, "min_ms": min(medians), "p90_ms": max(medians),
+                   "cv": 0.02, "ci95_ms": [min(medians), max(medians)],
+                   "invocations": len(medians), "repetitions": 10,
+                   "invocation_medians_ms": list(medians), "first_run_ms": None,
+                   "noisy": noisy}
         if ok else None,
-        "golden": golden or {"verdict": "no-golden", "dispatch_verdict": "no-golden",
-                             "size_verdict": "no-golden"},
-        "provenance": provenance or {},
+        "throughput": None, "memory": None, "accuracy": None, "graph": None,
+        "golden": {"value_ms": None, "tolerance": None, "ratio": None, "p_value": None,
+                   **(golden or {"verdict": "no-golden", "dispatch_verdict": "no-golden",
+                                 "size_verdict": "no-golden"})},
+        "provenance": provenance or {}, "speedup": {},
+        **fields,
     }
 
 
 def make_report(*cases, sha="abc123") -> dict:
+    """A report valid against report.schema.json."""
     return {"schema_version": "1.0", "generated_at": "2026-01-02T03:04:05+00:00",
-            "provenance": {"git_sha": sha, "host": {"name": "ci-box"},
-                           "versions": {"iree-base-compiler": "3.13.0"}},
+            "provenance": {"git_sha": sha, "config_hash": "c0ffee",
+                           "host": {"name": "ci-box", "cpu_model": "x", "cores": 2,
+                                    "memory_bytes": 1 << 30},
+                           "versions": {"iree-base-compiler": "3.13.0"},
+                           "started_at": None, "finished_at": "2026-01-02T03:04:05+00:00"},
             "cases": list(cases)}
 
 

@@ -272,7 +272,11 @@ def test_the_cpu_copy_of_torchaos_test_config_runs(tmp_path):
         "skus": {"cpu-host": {"torch": {"threads": 2}, "measurement": FAST}},
         "torch_batch_size": 1})
     suite = load([CPU_TEST_CONFIG, overlay])
-    assert len(suite.cases) == 210 and not suite.unsupported_cases
+    assert len(suite.cases) == 210
+    # Only the 65536^3 workload's 10 cases may be unsupported: its tensors alone need
+    # ~24 GiB in bf16, recorded as unsupported on a machine with less memory (23.5 GiB here).
+    assert all(c.workload.shape == (65536,) * 3 and "needs ~24.0 GiB" in c.unsupported
+               for c in suite.unsupported_cases) and len(suite.unsupported_cases) in (0, 10)
     keys = [k for k, cases in suite.torch_batches.items()
             if cases[0].workload.id in E2E_WORKLOADS]
     assert len(keys) == 5 * 2

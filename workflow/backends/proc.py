@@ -1,9 +1,11 @@
 """Running external tools: argument lists only (never a shell), a timeout always,
-and a failure turned into a StageError carrying the first lines of the tool's output."""
+and a failure turned into a StageError carrying the first lines of the tool's own
+diagnostics (not the lines of an input file that it quotes: `diagnostic_lines`)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,12 +17,27 @@ from pathlib import Path
 from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
 
 ERROR_LINES = 12
+# The marker line under a quoted source line (MLIR, LLVM, clang): `   ^`, `^~~~`.
+CARET_RE = re.compile(r"^\s*\^[\s^~]*$")
 
 
 def first_lines(text: str, n: int = ERROR_LINES) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     out = "\n".join(lines[:n])
     return out + ("\n..." if len(lines) > n else "")
+
+
+def diagnostic_lines(text: str) -> str:
+    """A tool's output without the input-file lines it quotes: iree-compile (MLIR's
+    diagnostics, as LLVM's) prints the offending line of its input under each
+    `file:line:col: error: ...` with a caret line below it. The quoted line and its caret
+    are dropped, so that a recorded error carries what the tool says, never a line of a
+    file's contents (the full output stays in the stage's log)."""
+    lines = text.splitlines()
+    return "\n".join(
+        ln for i, ln in enumerate(lines)
+        if not CARET_RE.match(ln)
+        and not (i + 1 < len(lines) and CARET_RE.match(lines[i + 1]) and ln.strip()))
 
 
 def tool_path(name: str) -> str:
@@ -61,7 +78,7 @@ def run_tool(
         raise OwnBug(f"{Path(argv[0]).name} {' '.join(map(str, argv[1:3]))}: benchflow's own "
                      f"code failed in the worker:\n{proc.stderr[-4000:]}")
     if proc.returncode != 0:
-        detail = first_lines(proc.stderr or proc.stdout)
+        detail = first_lines(diagnostic_lines(proc.stderr or proc.stdout))
         raise StageError(stage, f"{Path(argv[0]).name} exited with {proc.returncode}:\n{detail}")
     return proc
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from workflow.records.storage import read_json
+from workflow.errors import ConfigError
+from workflow.records.report import read_report
 
 
 def add_parser(sub) -> None:
@@ -31,10 +32,13 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from workflow.regression import goldens
 
+    if args.goldens.exists() and not args.goldens.is_dir():
+        raise ConfigError([f"{args.goldens}: not a directory: --goldens takes the goldens "
+                           "directory (goldens/<sku>.json inside)"])
     # Several reports: the last is the newest; the others' invocation medians are pooled.
     *earlier_paths, newest = args.report
-    report = read_json(newest)
-    earlier = [read_json(p) for p in earlier_paths]
+    report = read_report(newest)
+    earlier = [read_report(p) for p in earlier_paths]
     for path, r in zip(earlier_paths, earlier, strict=True):
         sha, new_sha = r["provenance"].get("git_sha"), report["provenance"].get("git_sha")
         if sha != new_sha:

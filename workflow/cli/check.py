@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from workflow.cli.options import add_gate_options, gate_settings
-from workflow.records.storage import read_json
+from workflow.errors import ConfigError
+from workflow.records.report import read_report
 
 
 def add_parser(sub) -> None:
@@ -23,7 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     from workflow.regression import gate
 
-    report = read_json(args.report)
+    report = read_report(args.report)
+    if args.goldens and args.goldens.exists() and not args.goldens.is_dir():
+        raise ConfigError([f"{args.goldens}: not a directory: --goldens takes the goldens "
+                           "directory (goldens/<sku>.json inside)"])
     if args.goldens:
         report = gate.rejudge(report, args.goldens, asdict(gate_settings(args)))
     found = gate.findings(report)

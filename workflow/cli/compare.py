@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from workflow.cli.options import add_gate_options, gate_settings
-from workflow.records.storage import read_json
+from workflow.records.report import read_report
 
 
 def add_parser(sub) -> None:
@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from workflow.regression import compare
 
-    result = compare.compare(read_json(args.base), read_json(args.new), gate_settings(args))
+    result = compare.compare(read_report(args.base), read_report(args.new),
+                             gate_settings(args))
     if args.format == "json":
         print(json.dumps(compare.to_json(result), indent=1))
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 
 def add_parser(sub) -> None:
@@ -17,17 +16,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workflow.records.storage import read_json
+    from workflow.records.report import read_report
     from workflow.render.coverage import format_coverage, model_coverage
 
-    try:
-        report = read_json(args.report)
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"benchflow coverage: cannot read {args.report}: {exc}", file=sys.stderr)
-        return 1
-    if not isinstance(report, dict) or not isinstance(report.get("cases"), list):
-        print(f"benchflow coverage: {args.report} has no `cases` list", file=sys.stderr)
-        return 1
+    # A file that is neither a report nor a results file: ReportError, one line, exit 1.
+    report = read_report(args.report, results_files=True, case_requires=("workload",))
     cov = model_coverage(report)
     print(json.dumps(cov, indent=1) if args.json else format_coverage(cov, ops=args.ops))
     return 0

@@ -13,15 +13,26 @@ benchflow results file, or a Forge results list that gets a Forge-shaped entry).
 `--layers` equal to the config's own depth is the plain case; a `--loop_count` other
 than the SKU's repetitions is a SKU of its own (`<sku>-loop<N>`), so runs with other
 loop counts neither share nor invalidate each other's cached results.
+
+Any number of runs may go at once. Runs of different cases have different work
+directories. Runs of the same case share theirs, on purpose: they wait for each other
+(a lock file in the work directory, polled with backoff up to --lock-wait seconds),
+so the second finds the first's results up to date ("Nothing to be done") instead of
+measuring the case again beside it; a work directory per run would lose that caching
+and let two measurements of one case disturb each other. A snakemake of someone else's
+holding the directory (Snakemake's own lock) is waited for the same way.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import fcntl
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +47,14 @@ DTYPE_NAMES = {"f32": "f32", "fp32": "f32", "float32": "f32",
                "bf16": "bf16", "fp16_b": "bf16", "bfloat16": "bf16"}
 FORGE_BLOCK_FORMATS = ("bfp8", "bfp8_b", "bfp4", "bfp4_b")
 SOURCE = "benchflow run"
+# How long a run waits for another run of the same case (or a snakemake) by default.
+LOCK_WAIT_S = 3600.0
+RUN_LOCK = ".benchflow-run.lock"
+# What Snakemake prints when another snakemake holds the directory (LockException), and
+# how long to retry then: no benchflow run holds it (they wait on RUN_LOCK), so it is a
+# snakemake started by hand, or a stale lock of a killed one that only --unlock removes.
+SNAKEMAKE_LOCKED = "Directory cannot be locked"
+SNAKEMAKE_LOCK_WAIT_S = 120.0
 
 
 def parse_dtype(name: str) -> str:
@@ -212,6 +231,97 @@ def summary_line(rec: dict) -> str:
     return "  ".join(parts)
 
 
+class _Backoff:
+    """Sleeps growing from 0.1 s to 5 s between tries until `deadline` (time.monotonic)."""
+
+    def __init__(self, deadline: float):
+        self.deadline, self.delay = deadline, 0.1
+
+    def wait(self) -> bool:
+        """Sleeps before the next try; False when the deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(self.delay, left))
+        self.delay = min(self.delay * 2, 5.0)
+        return True
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path, wait_s: float, case_id: str):
+    """Holds the work directory's run lock (flock on RUN_LOCK, released when the process
+    ends however it ends), waiting up to `wait_s` for another run of the same case;
+    raises TimeoutError naming the directory when it stays held."""
+    backoff = _Backoff(time.monotonic() + wait_s)
+    with open(workdir / RUN_LOCK, "a") as fh:
+        told = False
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    print(f"benchflow run: waiting for another run of {case_id} "
+                          f"({workdir} is locked)", file=sys.stderr)
+                    told = True
+                if not backoff.wait():
+                    raise TimeoutError(
+                        f"{workdir}: another run of {case_id} still holds it after "
+                        f"{wait_s:g} s (--lock-wait)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def run_snakemake(argv: list[str], log: Path, verbose: bool, wait_s: float) -> int:
+    """Runs snakemake; while another snakemake (not a benchflow run: those wait on the run
+    lock) holds the work directory, waits and retries with backoff up to `wait_s`."""
+    backoff = _Backoff(time.monotonic() + wait_s)
+    while True:
+        with log.open("w") as fh:
+            proc = subprocess.run(argv, stdout=None if verbose else fh,
+                                  stderr=subprocess.STDOUT if not verbose else None)
+        locked = (not verbose and proc.returncode != 0
+                  and SNAKEMAKE_LOCKED in log.read_text(errors="replace"))
+        if not locked:
+            return proc.returncode
+        if not backoff.wait():
+            with log.open("a") as fh:
+                fh.write(f"benchflow run: still locked by another snakemake after {wait_s:g} s;"
+                         " if none runs there, remove a stale lock with: snakemake --unlock "
+                         f"--directory {argv[argv.index('--directory') + 1]}\n")
+            return proc.returncode
+
+
+def run_locked(plan: RunPlan, args: argparse.Namespace) -> dict | None:
+    """Writes the one-case suite, runs snakemake and returns the case's record (None after
+    printing why there is none); the caller holds the work directory's lock."""
+    from workflow.records.storage import write_text
+
+    suite_file = plan.workdir / "suite.yaml"
+    write_text(suite_file, yaml.safe_dump(plan.suite, sort_keys=False))
+    log = plan.workdir / "snakemake.log"
+    argv = snakemake_argv(plan, suite_file.resolve(), args.cores)
+    code = run_snakemake(argv, log, args.verbose,
+                         min(getattr(args, "lock_wait", LOCK_WAIT_S), SNAKEMAKE_LOCK_WAIT_S))
+    if code != 0:
+        tail = "" if args.verbose else "\n".join(log.read_text().splitlines()[-15:])
+        print(f"benchflow run: snakemake exited with {code} ({log}):\n{tail}",
+              file=sys.stderr)
+        return None
+    from workflow.paths import REPORT
+    from workflow.records.storage import read_json
+
+    report = read_json(plan.workdir / REPORT)
+    records = [c for c in report["cases"] if c["id"] == plan.case.id]
+    if len(records) != 1:
+        print(f"benchflow run: {plan.workdir / REPORT} has {len(records)} records of "
+              f"{plan.case.id}, expected one", file=sys.stderr)
+        return None
+    return records[0]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         from workflow.cli import list as list_cmd
@@ -230,28 +340,14 @@ def run(args: argparse.Namespace) -> int:
             return 1
     plan = plan_run(args)
     plan.workdir.mkdir(parents=True, exist_ok=True)
-    suite_file = plan.workdir / "suite.yaml"
-    suite_file.write_text(yaml.safe_dump(plan.suite, sort_keys=False))
-    log = plan.workdir / "snakemake.log"
-    argv = snakemake_argv(plan, suite_file.resolve(), args.cores)
-    with log.open("w") as fh:
-        proc = subprocess.run(argv, stdout=None if args.verbose else fh,
-                              stderr=subprocess.STDOUT if not args.verbose else None)
-    if proc.returncode != 0:
-        tail = "" if args.verbose else "\n".join(log.read_text().splitlines()[-15:])
-        print(f"benchflow run: snakemake exited with {proc.returncode} ({log}):\n{tail}",
-              file=sys.stderr)
+    try:
+        with workdir_lock(plan.workdir, getattr(args, "lock_wait", LOCK_WAIT_S), plan.case.id):
+            rec = run_locked(plan, args)
+    except TimeoutError as exc:
+        print(f"benchflow run: {exc}", file=sys.stderr)
         return 1
-    from workflow.paths import REPORT
-    from workflow.records.storage import read_json
-
-    report = read_json(plan.workdir / REPORT)
-    records = [c for c in report["cases"] if c["id"] == plan.case.id]
-    if len(records) != 1:
-        print(f"benchflow run: {plan.workdir / REPORT} has {len(records)} records of "
-              f"{plan.case.id}, expected one", file=sys.stderr)
+    if rec is None:
         return 1
-    rec = records[0]
     print(summary_line(rec))
     if args.output:
         try:
@@ -294,6 +390,9 @@ def add_parser(sub) -> None:
     p.add_argument("--configfile", nargs="+", default=None,
                    help="suite file(s) to take SKUs and settings from (default config/config.yaml)")
     p.add_argument("--workdir", help="snakemake work directory (default results/cli/<case id>)")
+    p.add_argument("--lock-wait", type=float, default=LOCK_WAIT_S, metavar="S",
+                   help="seconds to wait for another run of the same case (or a snakemake) "
+                        f"holding the work directory (default {LOCK_WAIT_S:g})")
     p.add_argument("-l", "--list", action="store_true", help="list models, SKUs, backends, recipes")
     p.add_argument("-v", "--verbose", action="store_true", help="show snakemake's output")
     p.set_defaults(func=run)

@@ -66,7 +66,7 @@ def file_problems(path: str | Path) -> list[str] | None:
         return None
     try:
         data = json.loads(path.read_text())
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply
         return None  # the suite loader reports it, with its line
     kind = kind_of(data)
     if kind == "goldens":

@@ -106,7 +106,7 @@ def benchmark_model(
             default_shape=tuple(default_shape),
             shape_doc=shape_doc,
             supports_layers=supports_layers,
-            description=description or (fn.__doc__ or "").strip().splitlines()[0],
+            description=description or _first_line(fn.__doc__),
             source=_CURRENT_FILE[-1] if _CURRENT_FILE else None,
             min_pcc=dict(min_pcc or {}),
             requires=tuple(requires),
@@ -116,6 +116,13 @@ def benchmark_model(
         return fn
 
     return register
+
+
+def _first_line(doc: str | None) -> str:
+    """A model's description from its docstring: the first line, "" without one (a model
+    file written for a suite need not document its functions)."""
+    lines = (doc or "").strip().splitlines()
+    return lines[0].strip() if lines else ""
 
 
 def get_model(name: str) -> ModelSpec:

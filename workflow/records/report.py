@@ -1,11 +1,18 @@
-"""Aggregation: case records -> results/report.json, validated before it is written."""
+"""Aggregation: case records -> results/report.json, validated before it is written;
+and the one reader of a report (`read_report`) every command that reads one uses."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
+import jsonschema
+
+from workflow.errors import ConfigError
 from workflow.records import provenance, schemas
 from workflow.records.case import SCHEMA_VERSION
+from workflow.records.storage import read_json_file
 
 
 def report_schema() -> dict:
@@ -35,3 +42,155 @@ def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
         },
         "cases": sorted(cases, key=lambda c: c["id"]),
     }
+
+
+# --- reading a report back -------------------------------------------------------------
+
+# The major version of the report schema this benchflow reads (minors only add fields).
+READ_MAJOR = SCHEMA_VERSION.split(".", 1)[0]
+# Known `kind`s of other benchflow JSON files, named when one is given as a report.
+_OTHER_KINDS = {"benchflow-goldens": "a goldens file (written by `benchflow bless`)"}
+
+
+class ReportError(ConfigError):
+    """A file given as a report that is not one: `problem` says why, in one line."""
+
+    def __init__(self, path: str | Path, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__([f"{path}: {problem}"])
+
+
+def _where(error, root: str = "") -> str:
+    parts = [root] if root else []
+    for p in error.absolute_path:
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        else:
+            parts.append(f".{p}" if parts else str(p))
+    return "".join(parts) or "(top level)"
+
+
+def _schema_problem(doc, schema: dict, what: str, root: str = "") -> str | None:
+    """The most relevant schema violation of `doc` as one line, with how many more."""
+    errors = list(schemas.validator(schema).iter_errors(doc))
+    if not errors:
+        return None
+    best = jsonschema.exceptions.best_match(errors)
+    while best.context:  # a oneOf/anyOf: what the branch of the right type missed
+        inner = [e for e in best.context if e.validator != "type"]
+        if not inner:
+            break
+        best = jsonschema.exceptions.best_match(inner)
+    where = _where(best, root)
+    path = list(best.absolute_path)
+    if isinstance(doc, list):  # a list of cases
+        path = ["cases", *path]
+        doc = {"cases": doc}
+    if len(path) >= 2 and path[0] == "cases" and isinstance(path[1], int):
+        case = doc["cases"][path[1]]
+        if isinstance(case, dict) and isinstance(case.get("id"), str):
+            where += f" (case {case['id']})"
+    message = best.message if len(best.message) <= 160 else best.message[:157] + "..."
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"not a valid {what}: {where}: {message}{more}"
+
+
+def _load_json(path: Path, *, forge_nan: bool):
+    """The JSON document at `path`; NaN and Infinity refused, unless forge_nan and the
+    document is a Forge results list (Forge writes json.dumps' defaults)."""
+    from workflow.records.results_file import is_forge_results
+
+    if path.is_dir():
+        raise ReportError(path, "is a directory, not a report file")
+    try:
+        return read_json_file(path, constants_ok=is_forge_results if forge_nan else None)
+    except ConfigError as exc:
+        problem = exc.problems[0].removeprefix(f"{path}: ")
+        if problem == "empty file":
+            problem = "empty file, not a report"
+        elif problem.startswith("not UTF-8"):
+            problem += ": not a report"
+        raise ReportError(path, problem) from None
+
+
+def _check_version(path: Path, doc: dict, what: str) -> None:
+    version = doc.get("schema_version")
+    if version is None:
+        raise ReportError(path, f"no schema_version: not a benchflow {what}")
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9]+\.[0-9]+", version):
+        raise ReportError(path, f"schema_version {version!r}: expected \"MAJOR.MINOR\"")
+    if version.split(".", 1)[0] != READ_MAJOR:
+        raise ReportError(path, f"schema_version {version}: this benchflow reads {what}s "
+                                f"of schema {READ_MAJOR}.x only (a newer benchflow wrote it?)")
+
+
+def _with_case_fields(schema: dict, case_requires: tuple[str, ...]) -> dict:
+    """`schema` whose case definition also requires `case_requires` (fields every case
+    record has, that the schema leaves optional but a reader needs)."""
+    if not case_requires:
+        return schema
+    case = schema["$defs"]["case"]
+    required = case["required"] + [f for f in case_requires if f not in case["required"]]
+    return {**schema, "$defs": {**schema["$defs"], "case": {**case, "required": required}}}
+
+
+def _case_list_schema(case_requires: tuple[str, ...] = ()) -> dict:
+    schema = _with_case_fields(report_schema(), case_requires)
+    return {"$schema": schema["$schema"], "$defs": schema["$defs"],
+            "type": "array", "items": {"$ref": "#/$defs/case"}}
+
+
+def read_report(path: str | Path, *, results_files: bool = False,
+                case_requires: tuple[str, ...] = ()) -> dict:
+    """The report at `path`, checked: JSON (no NaN/Infinity), an object, a schema version
+    of the major this benchflow reads, valid against report.schema.json.
+
+    With results_files, a `benchflow run -o` results file is read too: benchflow's
+    (`{"kind": "benchflow-results", "cases": [...]}`, its cases checked against the
+    report's case schema) or a Forge list, returned as {"kind": ..., "cases": [the
+    benchflow case records it holds]} (entries Forge wrote itself hold none).
+
+    case_requires: fields the caller reads that the schema leaves optional (every case
+    record has them), required of every case too.
+
+    Raises ReportError ("file: problem", one line) for anything else."""
+    from workflow.records.results_file import FORGE_RECORD_KEY, KIND, is_forge_results
+
+    path = Path(path)
+    doc = _load_json(path, forge_nan=results_files)
+    expected = ("a report (an object with schema_version and cases)" if not results_files else
+                "a report or a `benchflow run -o` results file")
+    if isinstance(doc, list):
+        if results_files and is_forge_results(doc):
+            cases = [e[FORGE_RECORD_KEY] for e in doc if isinstance(e.get(FORGE_RECORD_KEY), dict)]
+            problem = _schema_problem(cases, _case_list_schema(case_requires),
+                                      "Forge results file", root="entries")
+            if problem:
+                raise ReportError(path, problem)
+            return {"kind": "forge-results", "cases": cases}
+        raise ReportError(path, f"a JSON list, not {expected}")
+    if not isinstance(doc, dict):
+        raise ReportError(path, f"a JSON {type(doc).__name__}, not {expected}")
+    kind = doc.get("kind")
+    if kind in _OTHER_KINDS:
+        raise ReportError(path, f"{_OTHER_KINDS[kind]}, not {expected}")
+    if kind == KIND:
+        if not results_files:
+            raise ReportError(path, "a `benchflow run -o` results file, not a report: pass "
+                                    "the report.json of a suite run")
+        _check_version(path, doc, "results file")
+        schema = {**_case_list_schema(case_requires), "type": "object", "required": ["cases"],
+                  "properties": {"cases": {"type": "array", "items": {"$ref": "#/$defs/case"}}}}
+        schema.pop("items")
+        problem = _schema_problem(doc, schema, "results file")
+        if problem:
+            raise ReportError(path, problem)
+        return doc
+    if kind is not None:
+        raise ReportError(path, f"a file of kind {kind!r}, not {expected}")
+    _check_version(path, doc, "report")
+    problem = _schema_problem(doc, _with_case_fields(report_schema(), case_requires), "report")
+    if problem:
+        raise ReportError(path, problem)
+    return doc

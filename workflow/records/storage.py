@@ -10,31 +10,58 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from workflow.errors import ConfigError
+
+
+class WriteError(OSError):
+    """A file that could not be written, naming it and why ("No space left on device",
+    "Read-only file system", ...). An OSError still (errno and filename kept), so callers
+    that handle OSError keep working; the file it names was left as it was."""
+
+    def __init__(self, path: str | Path, exc: OSError):
+        super().__init__(exc.errno, exc.strerror or str(exc))
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return f"could not write {self.filename}: {self.strerror}"
+
+
 
 def write_text(path: str | Path, text: str) -> None:
     """Writes a file atomically: a temporary file in the same directory, flushed to disk,
     then os.replace()d over `path`, so a reader or a crash sees the old or the new file
     whole. The file keeps the mode of the one it replaces, and a new file gets
     0666 & ~umask as open() would give it: mkstemp's 0600 would hide published results
-    from a web server or an artifact uploader."""
+    from a web server or an artifact uploader.
+
+    A write that fails (a full or read-only file system, ...) removes its temporary file,
+    leaves `path` as it was (absent, or the old file whole) and raises WriteError naming
+    `path` and the reason."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = None
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            try:
+                Path(tmp).unlink(missing_ok=True)
+            except OSError:
+                pass  # the original error says more than a failed clean-up would
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(path, exc) from exc
         raise
 
 
@@ -57,3 +84,43 @@ def touch_empty(path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"")
+
+
+def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
+    """A JSON document a user gave benchflow (a benchmark file, a golden file, a report):
+    any way it can be unreadable is a ConfigError `path: problem` in one line, never
+    another exception. NaN and Infinity are refused unless `constants_ok(document)`
+    says the document's format allows them (Forge's results lists)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError([f"{path}: is a directory, not a file"])
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: file not found"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read it: {exc.strerror or exc}"]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                           f"{exc.start})"]) from None
+    if not text.strip():
+        raise ConfigError([f"{path}: empty file"])
+    constants: list[str] = []
+    try:
+        doc = json.loads(text, parse_constant=lambda name: constants.append(name) or
+                         float(name))
+    except json.JSONDecodeError as exc:
+        stripped = text.strip()
+        cut = (" (truncated?)" if stripped[:1] in "{[" and exc.msg != "Extra data"
+               and not stripped.endswith(("}", "]")) else "")
+        raise ConfigError([f"{path}: not valid JSON{cut}: {exc.msg} at line {exc.lineno} "
+                           f"column {exc.colno}"]) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ConfigError([f"{path}: not valid JSON: {' '.join(str(exc).split())}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{path}: not valid JSON: nested too deeply"]) from None
+    if constants and not (constants_ok and constants_ok(doc)):
+        raise ConfigError([f"{path}: not valid JSON: {constants[0]} is not a JSON number"])
+    return doc

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workflow.errors import ConfigError
 from workflow.records import schemas
-from workflow.records.storage import write_json
+from workflow.records.storage import read_json_file, write_json
 from workflow.stats import summary as stats
 from workflow.stats.verdict import GoldenRef
 from workflow.suite.schema import schema_problems
@@ -39,8 +39,28 @@ def empty(sku: str) -> dict:
     return {"kind": KIND, "schema_version": SCHEMA_VERSION, "sku": sku, "cases": {}}
 
 
+def _non_finite(value, where: str):
+    """(key path, value) of every NaN or infinite number in `value`: JSON has neither,
+    but Python's json module reads the NaN/Infinity literals, and no schema keyword can
+    refuse them (NaN compares false with every bound, so NaN > 0 never fails)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _non_finite(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _non_finite(v, f"{where}[{i}]")
+
+
 def problems_of(data, source: str) -> list[str]:
+    """Every problem of a goldens document, `file: cases.<case id>.<key>: expected ...`:
+    the schema (times > 0, at least one invocation, ...), finite numbers, ids of the SKU."""
     problems = schema_problems(data, goldens_schema(), source)
+    cases = data.get("cases") if isinstance(data, dict) else None
+    for cid, entry in (cases.items() if isinstance(cases, dict) else ()):
+        for where, value in _non_finite(entry, f"cases.{cid}"):
+            problems.append(f"{source}: {where}: expected a finite number, got {value!r}")
     if not problems:
         for cid in data["cases"]:
             if cid.split("/", 1)[0] != data["sku"]:
@@ -56,10 +76,8 @@ def read(path: str | Path, sku: str | None = None) -> dict:
         if sku is None:
             raise ConfigError([f"{path}: file not found"])
         return empty(sku)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError([f"{path}: not valid JSON: {exc}"]) from None
+    # NaN and Infinity are parsed so that problems_of names the case that holds them.
+    data = read_json_file(path, constants_ok=lambda doc: True)
     problems = problems_of(data, str(path))
     if problems:
         raise ConfigError(problems)
@@ -236,7 +254,13 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
             continue
         if (sku and case["sku"] != sku) or (cases and not fnmatch.fnmatchcase(case["id"], cases)):
             continue
-        data = edits.setdefault(path, json.loads(Path(path).read_text()))
+        if path not in edits:
+            try:
+                edits[path] = json.loads(Path(path).read_text())
+            except (OSError, ValueError) as exc:
+                raise ConfigError([f"{path}: cannot update the goldens of this benchmark "
+                                   f"file (case {case['id']}): {exc}"]) from None
+        data = edits[path]
         comp = case.get("compile") or {}
         new = {"golden_time_ms": round(case["timing"]["median_ms"], 6),
                "golden_dispatch": comp.get("dispatch_count"),

@@ -96,7 +96,7 @@ def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None)
         if current is not None or code != 0:
             tail = Path(log).read_text()[-2000:] if log else ""
             return results, current, first_lines(
-                f"torch worker exited with {code} ({pass_name}):\n{tail}")
+                f"torch worker {exit_reason(code)} ({pass_name}):\n{tail}")
         return results, None, ""
     finally:
         sel.close()
@@ -105,6 +105,16 @@ def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def exit_reason(code: int) -> str:
+    """A worker's end in words: `exited with -11 (killed by SIGSEGV)`, `exited with 1`."""
+    if code < 0:
+        try:
+            return f"exited with {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return f"exited with {code}"
 
 
 def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,

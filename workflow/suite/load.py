@@ -175,6 +175,7 @@ def expand(config: dict, source: str) -> Suite:
     origin: dict[str, str] = {}
     # Translated first: it may define inductor backends for torchao's compile modes.
     workloads = config["workloads"] + translate_model_params(config)
+    memory = shape_generators.physical_memory_bytes()
     known_backends = [IREE, *config["torch_backends"]]
     for bad in sorted(set(config["backends"]) - set(known_backends)):
         problems.append(f"{source}: backends: unknown backend {bad!r}; expected one of "
@@ -198,19 +199,39 @@ def expand(config: dict, source: str) -> Suite:
         for bad in sorted(set(entry["backends"]) - set(known_backends)):
             problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
                             f"{known_backends}")
-        explicit = [tuple(s) for s in entry["shapes"]]
-        explicit += [tuple(s) for s in shape_generators.generate_all(entry["matrix_shapes"])]
         rank = len(spec.default_shape)
         if entry["matrix_shapes"] and rank != 3:
             problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "
                             "not [M, K, N] shapes")
+        for j, gen in enumerate(entry["matrix_shapes"]):
+            problems += [f"{where}.matrix_shapes[{j}].{p}"
+                         for p in shape_generators.spec_problems(gen)]
         if problems:
             continue
         configs = entry["configs"] or [spec.default_config]
-        shapes = list(dict.fromkeys(explicit)) or [spec.default_shape]
         skus = entry["skus"] or list(config["skus"])
         backends = entry["backends"] or config["backends"]
         recipes = entry["recipes"] or config["recipes"]
+        per_shape = (len(configs) * len(entry["dtypes"]) * len(entry["modes"]) * len(skus)
+                     * len(backends) * len(recipes))
+        # Counted before any case is built: shapes are made only up to the suite's limit.
+        room = max(config["max_cases"] - len(suite.cases), 0) // max(per_shape, 1)
+        explicit = _unique_shapes(entry["shapes"], entry["matrix_shapes"], room)
+        if explicit is None:
+            listed = len(entry["shapes"]) + sum(map(shape_generators.count,
+                                                    entry["matrix_shapes"]))
+            before = f" after the {len(suite.cases):,} cases before it" if suite.cases else ""
+            problems.append(
+                f"{where}: expands to more than max_cases ({config['max_cases']:,}) "
+                f"cases{before}: up to {listed:,} shapes x {per_shape:,} (configs x dtypes "
+                f"x modes x SKUs x backends x recipes) = {listed * per_shape:,}; expected at "
+                "most max_cases: raise max_cases to run it, or narrow its matrix_shapes, "
+                "SKUs, backends or recipes")
+            break
+        shapes = explicit or [spec.default_shape]
+        # A GEMM whose tensors alone exceed this machine's memory is recorded, not run
+        # (suites may be planned here and measured on a bigger node: not refused).
+        gemm = spec.shape_doc.startswith("[M, K, N]") and entry["device"] == "cpu"
         for cfg in configs:
             for dtype in entry["dtypes"]:
                 for shape in shapes:
@@ -239,12 +260,15 @@ def expand(config: dict, source: str) -> Suite:
                             continue
                         origin.setdefault(wid, here)
                         suite.workloads[wid] = w
+                        too_big = shape_generators.memory_reason(
+                            shape, dtype, memory) if gemm and len(shape) == 3 else None
                         for sku in skus:
                             for backend in backends:
                                 kind, compile_mode = _backend_kind(config, backend)
                                 for recipe in recipes:
                                     case = Case(w, sku, backend, recipe, kind, compile_mode,
-                                                _static_unsupported(recipe, kind, w))
+                                                _static_unsupported(recipe, kind, w)
+                                                or too_big)
                                     if (sku, backend, wid, recipe) in suite._index:
                                         if ("_origin" in entry and suite._index[
                                                 (sku, backend, wid, recipe)] == case):
@@ -258,6 +282,26 @@ def expand(config: dict, source: str) -> Suite:
         raise ConfigError(problems)
     _batch_torch_cases(suite)
     return suite
+
+
+def _unique_shapes(shapes: list, generators: list[dict], limit: int) -> list | None:
+    """The explicit shapes then the generators' shapes, duplicates dropped, as tuples;
+    None as soon as there are more than `limit` (no more are built than that)."""
+    seen: dict[tuple, None] = {}
+    specs = {json.dumps(g, sort_keys=True): g for g in generators}  # alike ones once
+    for shape in shapes:
+        seen[tuple(shape)] = None
+        if len(seen) > limit:
+            return None
+    for gen in specs.values():
+        if len(seen) + shape_generators.count(gen) <= limit:
+            seen.update((tuple(s), None) for _, s in shape_generators.generate(gen))
+            continue
+        for _, shape in shape_generators.generate(gen):
+            seen[tuple(shape)] = None
+            if len(seen) > limit:
+                return None
+    return list(seen)
 
 
 def _batch_torch_cases(suite: Suite) -> None:

@@ -8,6 +8,7 @@ that the rest of the code never guesses a default of its own.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,22 +28,179 @@ def load_schema(path: str | Path = CONFIG_SCHEMA) -> dict:
     return schemas.read(path)
 
 
+# Limits of a suite file, so that no input can hang the loader or exhaust memory: its
+# size, and its YAML nodes counting every use of an alias (a "billion laughs" file is a
+# few hundred bytes that expand to 10^9 nodes) and its nesting depth. 200,000 nodes is
+# 50,000 explicit [M, K, N] shapes, five times the default max_cases.
+MAX_SUITE_BYTES = 4 * 1024 * 1024
+MAX_YAML_NODES = 200_000
+MAX_NESTING = 64
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """A PyYAML error on one line: its problem and where (line and column, 1-based)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    # PyYAML's own text may span lines (`in "<unicode string>", position 0`): one line.
+    return " ".join(f"{context + ': ' if context else ''}{problem}{where}".split())
+
+
+def _check_nodes(root: yaml.Node, source: str) -> None:
+    """Walks a composed YAML document as its data will be built (an alias's node once per
+    use) and refuses, naming the key path: more than MAX_YAML_NODES nodes, nesting deeper
+    than MAX_NESTING, an alias inside its own anchor, and duplicate keys (PyYAML keeps the
+    last silently). Iterative, so no input can exhaust Python's stack."""
+    count = 0
+    on_path: set[int] = set()
+    stack: list = [(root, [], False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(node))
+            continue
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise ConfigError([f"{source}: {key_path(path)}: the document expands to more "
+                               f"than {MAX_YAML_NODES:,} YAML nodes (each use of an alias "
+                               "counts; an alias bomb?); expected a suite below that"])
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        if id(node) in on_path:
+            raise ConfigError([f"{source}: {key_path(path)}: an alias refers to its own "
+                               f"anchor (line {node.start_mark.line + 1}); expected data "
+                               "without cycles"])
+        if len(path) >= MAX_NESTING:
+            raise ConfigError([f"{source}: {key_path(path)}: nested deeper than "
+                               f"{MAX_NESTING} levels; expected a suite's keys and lists"])
+        on_path.add(id(node))
+        stack.append((node, path, True))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path + [i], False) for i, item in enumerate(node.value))
+            continue
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:  # `<<: *base`: its keys may be overridden
+                stack.append((value_node, path, False))
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "<complex key>"
+            line = key_node.start_mark.line + 1
+            if isinstance(key_node, yaml.ScalarNode) and key in seen:
+                raise ConfigError([f"{source}: {key_path(path + [key])}: duplicate key "
+                                   f"{key!r} at lines {seen[key]} and {line}; expected each "
+                                   "key once (YAML would keep only the last)"])
+            seen[key] = line
+            stack.append((key_node, path + [key], False))
+            stack.append((value_node, path + [key], False))
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuses nesting deeper than MAX_NESTING from the parser's events, before composing:
+    libyaml composes recursively in C, where a deep enough file overflows the stack."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ConfigError([f"{source}: line {event.start_mark.line + 1}: nested "
+                                   f"deeper than {MAX_NESTING} levels; expected a suite's "
+                                   "keys and lists"])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _load_yaml_text(text: str, source: str) -> Any:
+    _check_depth(text, source)
+    loader = _YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node, source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _json_pairs(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateJsonKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateJsonKey(Exception):
+    pass
+
+
+def _load_json_text(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_json_pairs)
+    except _DuplicateJsonKey as exc:
+        try:  # the YAML composer knows the lines of both (JSON is YAML, nearly always)
+            _load_yaml_text(text, source)
+        except (yaml.YAMLError, RecursionError):
+            pass
+        raise ConfigError([f"{source}: duplicate key {exc.args[0]!r}; expected each key "
+                           "once (JSON would keep only the last)"]) from None
+
+
 def read_yaml(path: str | Path) -> Any:
-    """Reads a YAML (or JSON) file; a syntax error names the file and line."""
+    """Reads a suite file, YAML or JSON (a .json file, or a document that opens with { or [
+    and is no valid YAML), refusing with `file: ...: what was expected`: a missing or
+    unreadable file, one above MAX_SUITE_BYTES, bytes that are not UTF-8, a syntax error
+    (with its line and column), duplicate keys, and alias bombs or deep nesting."""
     path = Path(path)
     try:
-        with path.open() as fh:
-            return yaml.safe_load(fh)
+        with path.open("rb") as fh:
+            data = fh.read(MAX_SUITE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError([f"{path}: file not found"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{path}: not valid YAML: {exc}"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot be read ({exc.strerror or exc}); expected a "
+                           "readable suite file"]) from None
+    if len(data) > MAX_SUITE_BYTES:
+        raise ConfigError([f"{path}: larger than {MAX_SUITE_BYTES // 2**20} MiB; expected a "
+                           "suite file below that (generate shapes with matrix_shapes)"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                           f"{exc.start}); expected a UTF-8 YAML or JSON file"]) from None
+    text = text.removeprefix("\ufeff")
+    as_json = path.suffix.lower() == ".json"
+    try:
+        if as_json:
+            return _load_json_text(text, str(path))
+        try:
+            return _load_yaml_text(text, str(path))
+        except yaml.YAMLError as yaml_exc:
+            if not text.lstrip().startswith(("{", "[")):
+                raise ConfigError([f"{path}: not valid YAML: {_yaml_problem(yaml_exc)}"]
+                                  ) from None
+            return _load_json_text(text, str(path))
+    except json.JSONDecodeError as exc:
+        raise ConfigError([f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, "
+                           f"column {exc.colno}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{path}: nested too deeply; expected a suite's keys and "
+                           "lists"]) from None
+    except ValueError as exc:  # a value Python will not build, e.g. a 5,000-digit integer
+        raise ConfigError([f"{path}: a value benchflow cannot read: "
+                           f"{' '.join(str(exc).split())}"]) from None
 
 
 def key_path(parts) -> str:
     """`skus.cpu-host.measurement.invocations`, `workloads[2].model`; `<top>` for the root."""
     out = ""
     for part in parts:
+        if not isinstance(part, int) and not str(part).isprintable():
+            part = repr(part)  # a key with a newline must not start a line of its own
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "<top>"
 
@@ -54,7 +212,8 @@ def _expected(error: jsonschema.ValidationError) -> str:
         return f"expected {error.schema['x-expected']}, got {error.instance!r}"
     if v == "additionalProperties" and isinstance(error.instance, dict):
         known = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known))
+        # YAML keys need not be strings (`1: a`): sort by their text.
+        extra = sorted(set(error.instance) - set(known), key=str)
         pattern = list(error.schema.get("patternProperties", {}))
         if pattern:
             return f"keys matching {pattern[0]}, got {extra}"
@@ -113,7 +272,7 @@ def _lines(error: jsonschema.ValidationError, source: str) -> list[tuple[list, s
         out = [(path + [k], f"{source}: {key_path(path + [k])}: obsolete torchao key {k!r} "
                             f"(no published torchao runner reads it); expected "
                             f"{obsolete[k]}") for k in extra if k in obsolete]
-        rest = sorted(k for k in extra if k not in obsolete)
+        rest = sorted((k for k in extra if k not in obsolete), key=str)
         if rest:
             out.append((path, f"{source}: {key_path(path)}: unknown key(s) {rest}; expected "
                               f"one of {sorted(known)}"))

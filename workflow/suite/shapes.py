@@ -74,6 +74,45 @@ def _powers(spec: dict, name: str) -> range:
     return range(lo, hi + 1)
 
 
+def spec_problems(spec: dict) -> list[str]:
+    """'key: what was expected' for what the schema cannot see in one generator spec: an
+    empty power range (min_power above max_power, either one torchao's default), and
+    pow2_extended from 2^0, whose 2^p + 2^(p-1) is no integer."""
+    name = spec["name"]
+    if name not in POWER_DEFAULTS:
+        return []
+    powers = _powers(spec, name)
+    lo, hi = powers.start, powers.stop - 1
+    if lo > hi:
+        key = "min_power" if spec.get("min_power") is not None else "max_power"
+        told = [f"{k} {v}" + ("" if spec.get(k) is not None else f" ({name}'s default)")
+                for k, v in (("min_power", lo), ("max_power", hi))]
+        return [f"{key}: expected min_power <= max_power, got {told[0]} > {told[1]}"]
+    if name == "pow2_extended" and lo == 0:
+        return ["min_power: expected at least 1 for pow2_extended (2^p + 2^(p-1) is not an "
+                "integer for p = 0), got 0"]
+    return []
+
+
+def count(spec: dict) -> int:
+    """How many shapes generate(spec) gives, without building them."""
+    name = spec["name"]
+    if name == "custom":
+        return len(spec.get("shapes", []))
+    if name == "llama":
+        return len(LLAMA_SHAPES)
+    if name in MODEL_SHAPES:
+        return len(MODEL_SHAPES[name])
+    n = max(len(_powers(spec, name)), 0)
+    if name == "pow2":
+        return n
+    if name == "pow2_extended":
+        return 2 * n
+    if name == "sweep":
+        return n ** 3
+    return n * (n + 1) * (n + 2) // 6  # small_sweep: m <= k <= n, with repetition
+
+
 def generate(spec: dict) -> list[tuple[str, list[int]]]:
     """Shapes of one generator spec, e.g. {"name": "sweep", "min_power": 8, "max_power": 9}."""
     name = spec["name"]
@@ -112,3 +151,33 @@ def generate_all(specs: list[dict]) -> list[list[int]]:
                 seen.add(tuple(shape))
                 out.append(shape)
     return out
+
+
+# Bytes per element of the workload dtypes.
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+def gemm_bytes(shape, dtype: str) -> int:
+    """The least memory an [M, K, N] case needs: its input M x K, weight K x N and output
+    M x N in its dtype (the model, its reference and the compiled code need more)."""
+    m, k, n = shape
+    return (m * k + k * n + m * n) * DTYPE_BYTES[dtype]
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's physical memory; None where the OS does not tell."""
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_reason(shape, dtype: str, available: int | None) -> str | None:
+    """Why an [M, K, N] case cannot run on a machine with `available` bytes; None if it may."""
+    need = gemm_bytes(shape, dtype)
+    if available is None or need <= available:
+        return None
+    return (f"{list(shape)} needs ~{need / 2**30:.1f} GiB (inputs, weights and output in "
+            f"{dtype}) but this machine has {available / 2**30:.1f} GiB")

@@ -34,7 +34,15 @@ default). Nothing is downloaded: a file whose MLIR, weights, inputs or modules a
 is skipped with what is missing and where it was looked for.
 
 Nothing from a file reaches a shell: every value becomes one argument of an argument
-list.
+list. Nothing a file names is read from outside the benchmarks root, the artifact
+directory and the external test files directory (`Locations.roots`): every path it
+names (its MLIR, weights, `@` inputs, modules, and the files its `compile_flags` and
+`benchmark_flags` name) must resolve, symlinks followed, inside one of them, or loading
+the file fails naming the key (`confinement_problems`). A path outside them that does
+not exist is absent like any other (the file is skipped): upstream's files name inputs
+such as `@/shark-dev/...` that exist only on IREE's machines, and nothing is read from
+it; a flag's path is refused wherever it would be, existing or not. Flags that write
+files or run programs are refused outright.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from urllib.parse import urlparse
 from workflow.errors import ConfigError
 from workflow.paths import BF_CASE
 from workflow.records import schemas
+from workflow.records.storage import read_json_file
 from workflow.suite.schema import REPO_ROOT, key_path, schema_problems
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -59,6 +68,37 @@ BACKEND_DEVICES = {"llvm-cpu": ("local-task", "local-sync")}
 REPETITIONS_FLAG = "--benchmark_repetitions="
 WARMUP_FLAG = "--benchmark_min_warmup_time="
 OWNED_FLAGS = (REPETITIONS_FLAG, WARMUP_FLAG, "--benchmark_format=", "--benchmark_out")
+# compile_flags benchflow owns (compile_argv sets them; upstream files carry the first).
+OWNED_COMPILE_FLAGS = ("--iree-scheduling-dump-statistics-file=",
+                       "--iree-scheduling-dump-statistics-format=")
+# Flags of iree-compile / iree-benchmark-module whose value names a file the tool reads,
+# and where in the value: "path" the value itself; "input" after its `@` (`[type=]@file`;
+# no `@`: a literal value); "scoped" after its scope (`[scope=]file`).
+READ_FLAGS = {
+    "--module": "path", "--flagfile": "path", "--input": "input", "--function_input": "input",
+    "--expected_output": "input", "--parameters": "scoped",
+    "--iree-opt-import-parameters": "scoped",
+    "--iree-codegen-transform-dialect-library": "path",
+    "--iree-codegen-tuning-spec-path": "path",
+    "--iree-hal-executable-object-search-path": "path",
+    "--iree-rocm-bc-dir": "path", "--iree-hip-bc-dir": "path",
+}
+# Flags that write files or run programs: refused in a benchmark file, wherever they point.
+WRITE_OR_RUN_FLAGS = (
+    "--output", "--o", "--output-file", "--executable_plugin",
+    "--iree-llvmcpu-embedded-linker-path", "--iree-llvmcpu-system-linker-path",
+    "--iree-hal-preprocess-executables-with", "--iree-opt-export-parameters",
+    "--iree-opt-splat-parameters", "--mlir-pass-pipeline-crash-reproducer",
+    "--dump-compilation-phases-to", "--iree-flow-dump-dispatch-graph-output-file",
+    "--mlir-print-ir-tree-dir", "--iree-scheduling-dump-statistics-file",
+)
+WRITE_OR_RUN_PREFIXES = ("--iree-hal-dump-executable-", "--iree-dump-", "--dump-")
+# Any other flag names a file when its name ends in one of these words (or its value
+# looks like a path: it starts with @ / ~ . or holds a /).
+PATH_WORDS = {"file", "filename", "files", "path", "dir", "directory", "library", "to",
+              "flagfile"}
+LITERAL_RE = re.compile(r"^(true|false|[0-9.]+[a-z]*|-?[0-9]+)$", re.IGNORECASE)
+OUTSIDE = "path resolves outside the benchmarks tree and the artifact directory"
 # Compiled from MLIR of any dialect: the hand-written benchmarks are linalg, IREE's torch.
 INPUT_TYPE = "auto"
 # The upstream runner's environment: its artifacts live in $IREE_TEST_FILES/artifacts;
@@ -109,6 +149,18 @@ class Locations:
             external, efrm = Path(os.path.expanduser(env[EXTERNAL_ENV])), f"${EXTERNAL_ENV}"
         return cls(root, artifacts, frm, external, efrm)
 
+    def roots(self) -> tuple[Path, ...]:
+        """The directories a benchmark file's paths must resolve inside (symlinks
+        resolved): the benchmarks root, the artifact and the external files directory."""
+        return tuple(p.resolve() for p in (self.root, self.artifacts, self.external)
+                     if p is not None)
+
+    def outside(self, path: Path | str) -> Path | None:
+        """`path` resolved (symlinks followed, relative to the working directory) when it
+        is outside every root; None when it is inside one."""
+        resolved = Path(path).resolve()
+        return None if any(resolved.is_relative_to(r) for r in self.roots()) else resolved
+
     @classmethod
     def beside(cls, path: Path) -> Locations:
         """The defaults for a file read on its own: its model directory's parent is the
@@ -123,6 +175,7 @@ class Found:
     path: Path | None
     how: str
     required: bool = True
+    key: str = ""     # the file's key that named it (confinement problems name it)
 
     @property
     def exists(self) -> bool:
@@ -178,12 +231,12 @@ class BenchmarkFile:
         p = Path(rel)
         return p if p.is_absolute() else self.where.root / p
 
-    def _in_group(self, name: str, because: str) -> Found:
+    def _in_group(self, name: str, because: str, key: str) -> Found:
         w = self.where
         return Found(w.artifacts / self.group / name,
                      f"{because}, in <artifacts>/{self.group}/ where <artifacts> is "
                      f"{w.artifacts_from}; set benchmark_files.artifacts_dir or "
-                     f"${ARTIFACTS_ENV} to point elsewhere")
+                     f"${ARTIFACTS_ENV} to point elsewhere", key=key)
 
     def _quality_mlir_name(self) -> str | None:
         """The name the upstream quality test of this benchmark downloads its MLIR as
@@ -200,34 +253,42 @@ class BenchmarkFile:
         if d.get("mlir_file_path"):
             rel = d["mlir_file_path"]
             return Found(self.from_root(rel), f"mlir_file_path {rel!r} is relative to the "
-                                              f"benchmarks root {self.where.root}")
+                                              f"benchmarks root {self.where.root}",
+                         key="mlir_file_path")
         if d.get("mlir_file_name"):
             name, ext = d["mlir_file_name"], self.where.external
             if ext is None:
                 return Found(None, f"mlir_file_name {name!r} is a file of the external test "
                                    f"files directory: set benchmark_files.external_files_dir "
-                                   f"or ${EXTERNAL_ENV}")
+                                   f"or ${EXTERNAL_ENV}", key="mlir_file_name")
             return Found(ext / name, f"mlir_file_name {name!r}, in the external test files "
-                                     f"directory ({self.where.external_from})")
+                                     f"directory ({self.where.external_from})",
+                         key="mlir_file_name")
         url = d.get("mlir_url") or d.get("mlir_file_url")
         if url and _url_name(url):
-            return self._in_group(_url_name(url), f"the file name of its mlir_url {url}")
+            return self._in_group(_url_name(url), f"the file name of its mlir_url {url}",
+                                  "mlir_url" if d.get("mlir_url") else "mlir_file_url")
         quality = self._quality_mlir_name()
         if quality:
-            return self._in_group(quality, "the file name of its quality test's mlir URL")
+            return self._in_group(quality, "the file name of its quality test's mlir URL",
+                                  "(its quality test's mlir)")
         return self._in_group(DEFAULT_MLIR_NAME, "it names no MLIR, so the one upstream's "
-                                                 "quality tests download")
+                                                 "quality tests download",
+                              f"(the default <artifacts>/<group>/{DEFAULT_MLIR_NAME})")
 
     def locate_weights(self) -> Found:
         d = self.data
         if d.get("real_weights_file_path"):
             rel = d["real_weights_file_path"]
             return Found(self.from_root(rel), f"real_weights_file_path {rel!r} is relative to "
-                                              f"the benchmarks root {self.where.root}")
+                                              f"the benchmarks root {self.where.root}",
+                         key="real_weights_file_path")
         if d.get("real_weights_file_name"):
-            return self._in_group(d["real_weights_file_name"], "its real_weights_file_name")
-        found = self._in_group(DEFAULT_WEIGHTS_NAME, "the runner's default weights")
-        return Found(found.path, found.how, required=False)
+            return self._in_group(d["real_weights_file_name"], "its real_weights_file_name",
+                                  "real_weights_file_name")
+        found = self._in_group(DEFAULT_WEIGHTS_NAME, "the runner's default weights",
+                               f"(the default <artifacts>/<group>/{DEFAULT_WEIGHTS_NAME})")
+        return Found(found.path, found.how, required=False, key=found.key)
 
     @property
     def mlir(self) -> Path | None:
@@ -274,6 +335,43 @@ class BenchmarkFile:
     def input_files(self) -> list[str]:
         return [spec.partition("@")[2] for spec in self.input_args() if "@" in spec]
 
+    def confinement_problems(self, source: str | None = None) -> list[str]:
+        """Every path this file names that resolves (symlinks followed) outside the
+        benchmarks root, the artifact and the external files directory, and every flag
+        that writes files or runs a program, each 'file: key: why'. A named path outside
+        them that does not exist is left to not_runnable (absent: the file is skipped)."""
+        source = source or str(self.path)
+        problems = []
+
+        def check(key: str, raw: str, path: Path | str, must_exist: bool = True) -> None:
+            if must_exist and not os.path.lexists(path):
+                return
+            resolved = self.where.outside(path)
+            if resolved is not None:
+                problems.append(f"{source}: {key}: {OUTSIDE}: {raw!r} is {resolved}")
+
+        for found in (self.locate_mlir(), self.locate_weights()):
+            if found.path is not None:
+                check(found.key, str(self.data.get(found.key, found.path)), found.path)
+        for i, spec in enumerate(self.data["inputs"]):
+            head, at, rel = spec.partition("@")
+            if at:
+                check(key_path(["inputs", i]), spec, self.beside(rel))
+        for flags_key, owned in (("compile_flags", OWNED_COMPILE_FLAGS),
+                                 ("benchmark_flags", OWNED_FLAGS)):
+            for i, flag in enumerate(self.data.get(flags_key, [])):
+                if flag.startswith(owned):
+                    continue  # dropped: benchflow sets its own
+                key = key_path([flags_key, i])
+                try:
+                    paths = flag_paths(flag)
+                except ValueError as exc:
+                    problems.append(f"{source}: {key}: {exc}")
+                    continue
+                for p in paths:
+                    check(key, flag, p, must_exist=False)
+        return problems
+
     def dtype(self) -> str:
         """The element type of the inputs (e.g. f32); `mixed` when they differ."""
         types = {spec.partition("=")[0].rsplit("x", 1)[-1] for spec in self.data["inputs"]
@@ -315,6 +413,36 @@ def _url_name(url: str) -> str:
     return Path(urlparse(url).path).name
 
 
+def flag_paths(flag: str) -> list[str]:
+    """The files a flag makes iree-compile or iree-benchmark-module read (relative ones
+    are relative to the working directory); ValueError for a flag that writes files or
+    runs a program, or that takes a file but has no `=value`."""
+    name, eq, value = flag.partition("=")
+    if name in WRITE_OR_RUN_FLAGS or name.startswith(WRITE_OR_RUN_PREFIXES):
+        raise ValueError(f"{name} writes files or runs a program: benchflow does not pass it "
+                         "from a benchmark file")
+    kind = READ_FLAGS.get(name)
+    if kind is None:
+        last = re.split(r"[-_]", name.lstrip("-"))[-1].lower()
+        if not eq and last in PATH_WORDS:
+            raise ValueError(f"{name} may name a file: give it as {name}=FILE (without `=`, "
+                             "iree-compile would take the next argument as its value)")
+        looks = value.startswith(("@", "/", "~", ".")) or "/" in value
+        if not eq or (not looks and (last not in PATH_WORDS or LITERAL_RE.match(value))):
+            return []
+        kind = "input" if "@" in value else "path"
+    if not eq:
+        raise ValueError(f"{name} names a file: give it as {name}=FILE (without `=`, "
+                         "iree-compile would take the next argument as its value)")
+    if kind == "input":
+        _, at, path = value.partition("@")
+        return [path] if at else []
+    if kind == "scoped":
+        scope, sep, path = value.partition("=")
+        return [path if sep else scope]
+    return [value]
+
+
 def file_problems(data, source: str) -> list[str]:
     """Schema problems plus what the schema cannot say, each 'file: key: expected'."""
     problems = schema_problems(data, file_schema(), source)
@@ -322,7 +450,7 @@ def file_problems(data, source: str) -> list[str]:
         return problems
     flags = data.get("benchmark_flags", [])
     for field_name, prefix, pattern, what in (
-            ("benchmark_repetitions", REPETITIONS_FLAG, r"[1-9][0-9]*(\.0*)?", "N"),
+            ("benchmark_repetitions", REPETITIONS_FLAG, r"[1-9][0-9]{0,8}(\.0*)?", "N"),
             ("benchmark_min_warmup_time", WARMUP_FLAG, r"[0-9]+(\.[0-9]*)?", "S")):
         given = [(i, f[len(prefix):]) for i, f in enumerate(flags) if f.startswith(prefix)]
         if field_name not in data and not given:
@@ -341,16 +469,15 @@ def load_file(path: str | Path, model: str | None = None,
     `where`: how its files are found (default: the file's model directory's parent is
     the benchmarks root, the upstream defaults for the rest)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError([f"{path}: file not found"]) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError([f"{path}: not valid JSON: {exc}"]) from None
+    data = read_json_file(path)
     problems = file_problems(data, str(path))
     if problems:
         raise ConfigError(problems)
-    return BenchmarkFile(path, model or path.parent.name, path.stem, data, where)
+    f = BenchmarkFile(path, model or path.parent.name, path.stem, data, where)
+    problems = f.confinement_problems()
+    if problems:
+        raise ConfigError(problems)
+    return f
 
 
 @dataclass(frozen=True)
@@ -449,6 +576,12 @@ class Availability:
                        f"{f.backend}.json under {self.where.root} whose <model>_<submodel> "
                        f"is {name!r}")
                 break
+            resolved = self.where.outside(path)
+            if resolved is not None:
+                self.problems.append(f"{f.path}: {key_path(['modules', i])}: {OUTSIDE}: "
+                                     f"{name!r} is {resolved}")
+                why = f"modules[{i}] {name!r}: {path} is outside the benchmarks tree"
+                break
             dep_id = f"{path.parent.name}.{path.stem}"
             if dep_id not in self.sel.files:
                 try:
@@ -529,10 +662,12 @@ def select(config: dict, source: str, env=None) -> Selection:
 
 
 def compile_flags(f: BenchmarkFile, sku: dict) -> list[str]:
-    """The SKU's target flags (and its own extra flags), then the file's compile_flags."""
+    """The SKU's target flags (and its own extra flags), then the file's compile_flags
+    but those benchflow owns (its statistics file)."""
     from workflow.backends.iree.tools import compile_flags as sku_flags
 
-    return [*sku_flags(sku, input_type=INPUT_TYPE), *f.data.get("compile_flags", [])]
+    own = [x for x in f.data.get("compile_flags", []) if not x.startswith(OWNED_COMPILE_FLAGS)]
+    return [*sku_flags(sku, input_type=INPUT_TYPE), *own]
 
 
 def run_spec(f: BenchmarkFile, sku: dict, weights: list | None = None) -> dict:

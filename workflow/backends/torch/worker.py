@@ -15,6 +15,7 @@ timings (training).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import math
 import statistics
@@ -354,6 +355,9 @@ def time_case(case: dict, backend: dict, plan: dict) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    # A case that crashes the interpreter (a segfault in a kernel or a model) leaves its
+    # Python traceback in the job's log, where the parent's error message quotes it.
+    faulthandler.enable(file=sys.stderr)
     plan_path, pass_name = argv
     plan = json.loads(Path(plan_path).read_text())
     fn = characterize if pass_name == "characterize" else time_case

@@ -1,0 +1,55 @@
+"""The docs' table of malformed inputs and their messages (docs/malformed-inputs.md),
+rendered from the CASES tables of the tests that check each row, so that the table
+cannot claim a message no test checks.
+
+    python -m tests.malformed_table > docs/malformed-inputs.md
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# The test modules whose CASES rows are (id, description, input, ..., expected fragment).
+SOURCES = (
+    ("suite files", "tests.test_malformed_suites"),
+    ("reports and golden files", "tests.test_malformed_reports"),
+    ("benchmark files (confinement)", "tests.test_benchfile_confinement"),
+    ("faults while running", "tests.test_faults"),
+)
+
+
+def _cell(value) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = " ".join(text.split())
+    if len(text) > 160:
+        text = text[:157] + "..."
+    return text.replace("|", "\\|")
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    out = []
+    for title, module in SOURCES:
+        for case in importlib.import_module(module).CASES:
+            out.append((title, case[0], case[1], case[-1], module.removeprefix("tests.")))
+    return out
+
+
+def render() -> str:
+    table = rows()
+    lines = ["# Malformed inputs and their messages", "",
+             "Every row is a test: the input is made as the test says and the message must",
+             "contain the fragment shown (a user sees the whole line, which also names the",
+             "file). Regenerate with `python -m tests.malformed_table > "
+             "docs/malformed-inputs.md`;",
+             "`tests/test_docs_tables.py` fails while this file is out of date.", "",
+             f"{len(table)} inputs: 0 tracebacks, 0 hangs.", "",
+             "| # | kind | id | input | message contains | test file |",
+             "|---|---|---|---|---|---|"]
+    for i, (title, cid, desc, expected, module) in enumerate(table, 1):
+        lines.append(f"| {i} | {title} | `{cid}` | {_cell(desc)} | {_cell(expected)} | "
+                     f"`tests/{module}.py` |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,318 @@
+"""Malformed suite files: each gives one clear `file: key.path: what was expected` line
+(a ConfigError, printed without a traceback), never a Python traceback or a hang.
+
+CASES is also the source of the docs' table of malformed inputs and their messages:
+(id, description, file content as text or bytes, a fragment of the expected message).
+A row whose id starts with `json-file` is written as `suite.json`, every other one as
+`suite.yaml`; the message starts with that file's path.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workflow.errors import ConfigError
+from workflow.suite import shapes
+from workflow.suite.load import load
+from workflow.suite.schema import MAX_SUITE_BYTES, MAX_YAML_NODES, load_schema
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHFLOW = Path(sys.executable).parent / "benchflow"
+# A hang guard, not a speed goal: a refusal must come back, where a hang never would.
+HANG_GUARD_S = 10
+
+# One workload, so that a row's own problem is the only one.
+W = "workloads: [{model: linear}]\n"
+# "Billion laughs": 9 levels of 9 aliases each, 9^9 (387 million) strings once expanded.
+BOMB = "\n".join(["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)]) + "\n"
+NAME = "expected a name of letters, digits, _ . - (not empty, not . or ..: it names files"
+MP = "model_params: [{name: a, matrix_shapes: [{name: %s}]}]\n"
+
+CASES = [
+    # --- the file itself ---------------------------------------------------------------
+    ("not-utf8", "Latin-1 bytes (é as 0xe9)", b"suite_name: caf\xe9\n" + W.encode(),
+     "not UTF-8 text (byte 0xe9 at offset 15)"),
+    ("utf16", "a UTF-16 file (with its byte-order mark)", W.encode("utf-16"),
+     "not UTF-8 text (byte 0xff at offset 0)"),
+    ("too-large", f"a file larger than MAX_SUITE_BYTES ({MAX_SUITE_BYTES // 2**20} MiB)",
+     "#" * (MAX_SUITE_BYTES + 1), f"larger than {MAX_SUITE_BYTES // 2**20} MiB"),
+    ("alias-bomb", "a YAML alias bomb (billion laughs)", BOMB,
+     f"expands to more than {MAX_YAML_NODES:,} YAML nodes"),
+    ("recursive-alias", "an alias inside its own anchor", "a: &a [*a]\n" + W,
+     "a[0]: an alias refers to its own anchor (line 1)"),
+    ("deep-nesting", "100,000 nested lists", "x: " + "[" * 100_000 + "]" * 100_000 + "\n",
+     "line 1: nested deeper than 64 levels"),
+    ("yaml-syntax", "a YAML syntax error", "workloads:\n  - model: linear\n bad: [\n",
+     "not valid YAML: while parsing a block mapping: did not find expected key at line 3, "
+     "column 2"),
+    ("two-documents", "two YAML documents in one file", W + "---\n" + W,
+     "not valid YAML: expected a single document"),
+    ("top-level-list", "a list instead of a mapping", "- model: linear\n",
+     "<top>: expected a mapping of suite keys, got list"),
+    ("duplicate-key", "a top-level key twice (YAML keeps the last silently)",
+     "suite_name: a\n" + W + "suite_name: b\n",
+     "suite_name: duplicate key 'suite_name' at lines 1 and 3; expected each key once"),
+    ("duplicate-sku", "a SKU defined twice", "skus:\n  cpu: {}\n  cpu: {}\n" + W,
+     "skus.cpu: duplicate key 'cpu' at lines 2 and 3"),
+    ("duplicate-json-key", "a JSON document with a key twice",
+     '{\n  "workloads": [],\n  "workloads": [{"model": "linear"}]\n}\n',
+     "workloads: duplicate key 'workloads' at lines 2 and 3"),
+    ("json-file-truncated", "a truncated .json suite", '{"workloads": [{"model": "linear"}',
+     "not valid JSON: Expecting ',' delimiter at line 1, column 35"),
+    ("json-document-broken", "a JSON document (in a .yaml file) missing a comma",
+     '{"workloads": [{"model": "linear"}]\n"skus": {}}\n',
+     "not valid JSON: Expecting ',' delimiter at line 2, column 1"),
+    # --- keys and values -----------------------------------------------------------------
+    ("wrong-type", "a string for an integer", W + "torch_batch_size: many\n",
+     "torch_batch_size: expected integer, got str 'many'"),
+    ("unknown-key", "a misspelt top-level key", "workload: [{model: linear}]\n",
+     "<top>: unknown key(s) ['workload']; expected one of"),
+    ("bad-enum", "a dtype that does not exist", "workloads: [{model: linear, dtypes: [f64]}]\n",
+     "workloads[0].dtypes[0]: expected one of ['f32', 'f16', 'bf16'], got 'f64'"),
+    ("negative-count", "a negative invocation count",
+     W + "skus: {cpu: {measurement: {invocations: -1}}}\n",
+     "skus.cpu.measurement.invocations: expected minimum 1: -1 is less than the minimum of 1"),
+    ("empty-workloads", "no workload at all", "workloads: []\n",
+     "workloads: expected at least one workload"),
+    ("unknown-model", "a model nobody registered", "workloads: [{model: resnet9000}]\n",
+     "workloads[0].model: expected one of ["),
+    ("unknown-config", "a config the model lacks",
+     "workloads: [{model: bert, configs: [huge]}]\n",
+     "workloads[0].configs[0]: expected one of ['tiny', 'base', 'large'], got 'huge'"),
+    ("shape-rank", "a 2-D shape for an [M, K, N] model",
+     "workloads: [{model: linear, shapes: [[1, 2]]}]\n",
+     "workloads[0].shapes[0]: expected 3 items (minItems), got 2: [1, 2]"),
+    ("shape-zero", "a zero dimension", "workloads: [{model: linear, shapes: [[0, 2, 2]]}]\n",
+     "workloads[0].shapes[0][0]: expected minimum 1"),
+    ("layers-without-layers", "layers for a model that has none",
+     "workloads: [{model: linear, layers: 2}]\n", "workloads[0].layers: expected null, got int 2"),
+    ("unknown-recipe", "a recipe torchao never had", W + "recipes: [int3wo]\n",
+     "recipes[0]: expected a recipe: baseline, int8wo"),
+    ("unknown-backend", "a backend that is not defined", W + "backends: [torch-nope]\n",
+     "backends: unknown backend 'torch-nope'"),
+    ("unknown-sku", "a workload naming a SKU the suite lacks",
+     "workloads: [{model: linear, skus: [gpu]}]\n",
+     "workloads[0].skus: unknown SKU 'gpu'; expected one of ['cpu-host']"),
+    # --- torchao microbenchmark keys -----------------------------------------------------
+    ("torchao-obsolete-key", "a key of torchao's unpublished drafts",
+     "model_params: [{name: a, compile: true}]\n",
+     "model_params[0].compile: obsolete torchao key 'compile'"),
+    ("torchao-unknown-key", "a key torchao never had", "model_params: [{name: a, foo: 1}]\n",
+     "model_params[0]: unknown key(s) ['foo']"),
+    ("torchao-dtype", "a high_precision_dtype benchflow does not run",
+     "model_params: [{name: a, high_precision_dtype: torch.float64}]\n",
+     "model_params[0].high_precision_dtype: expected one of"),
+    ("torchao-model-type", "an unknown model_type",
+     "model_params: [{name: a, model_type: resnet}]\n",
+     "model_params[0].model_type: unknown model 'resnet'"),
+    ("torchao-mode", "an unknown benchmark_mode", "benchmark_mode: serving\n" + MP % "pow2",
+     "benchmark_mode: expected one of ['inference', 'training'], got 'serving'"),
+    ("torchao-min-above-max", "min_power above max_power (an empty sweep)",
+     MP % "pow2, min_power: 12, max_power: 10",
+     "model_params[0].matrix_shapes[0].min_power: expected min_power <= max_power, got "
+     "min_power 12 > max_power 10"),
+    ("torchao-min-above-default", "min_power above the generator's default max_power",
+     MP % "sweep, min_power: 16",
+     "min_power: expected min_power <= max_power, got min_power 16 > max_power 15 "
+     "(sweep's default)"),
+    ("torchao-pow2-extended-0", "pow2_extended from 2^0 (2^0 + 2^-1 is no integer)",
+     MP % "pow2_extended, min_power: 0, max_power: 2",
+     "matrix_shapes[0].min_power: expected at least 1 for pow2_extended"),
+    ("torchao-power-21", "a power above 20", MP % "pow2, max_power: 21",
+     "matrix_shapes[0].max_power: expected maximum 20"),
+    # --- size of the expansion -----------------------------------------------------------
+    ("max-cases", "a sweep of powers 0..20 (9,261 shapes, up to 2^20)",
+     MP % "sweep, min_power: 0, max_power: 20",
+     "model_params[0]: expands to more than max_cases (10,000) cases: up to 9,261 shapes x 2"),
+    ("max-cases-zero", "max_cases 0", W + "max_cases: 0\n", "max_cases: expected minimum 1"),
+    # --- names that become file and folder names -----------------------------------------
+    ("sku-dotdot", "a SKU named .. (its stages would write outside results/)",
+     W + "skus: {'..': {}}\n", f"skus: {NAME}"),
+    ("sku-dot", "a SKU named .", W + "skus: {'.': {}}\n", f"skus: {NAME}"),
+    ("sku-slash", "a SKU name with a path separator", W + "skus: {a/b: {}}\n",
+     f"skus: {NAME} and folders), got 'a/b'"),
+    ("sku-empty", "an empty SKU name", W + "skus: {'': {}}\n",
+     f"skus: {NAME} and folders), got ''"),
+    ("suite-name", "suite_name ..", W + "suite_name: ..\n", f"suite_name: {NAME}"),
+    ("group", "a workload group with a path separator",
+     "workloads: [{model: linear, group: ../logs}]\n", f"workloads[0].group: {NAME}"),
+    ("torchao-name", "a model_params name with a space", "model_params: [{name: a b}]\n",
+     "model_params[0].name: expected a name of letters, digits, _ . - (not . or ..: it names "
+     "files and folders), got 'a b'"),
+    ("torch-backend-name", "a torch backend not named torch-<name>",
+     W + "torch_backends: {eager: {kind: eager}}\n",
+     "torch_backends: expected torch-<name> with <name> of letters, digits, _ . -, got 'eager'"),
+    ("torch-backend-slash", "a torch backend name with a path separator",
+     W + "torch_backends: {torch-a/b: {kind: eager}}\n",
+     "torch_backends: expected torch-<name> with <name> of letters, digits, _ . -, got "
+     "'torch-a/b'"),
+]
+
+
+def write(tmp_path: Path, case_id: str, content: str | bytes) -> Path:
+    path = tmp_path / ("suite.json" if case_id.startswith("json-file") else "suite.yaml")
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+@pytest.mark.parametrize(("case_id", "description", "content", "expected"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_malformed_suite_is_refused_with_file_key_and_expectation(
+        tmp_path, case_id, description, content, expected):
+    path = write(tmp_path, case_id, content)
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    assert time.monotonic() - start < HANG_GUARD_S  # guards against a hang, not a speed goal
+    problems = err.value.problems
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{path}: "), problems
+    assert expected in problems[0], problems
+
+
+def test_the_table_is_large_and_its_ids_unique():
+    assert len(CASES) >= 25
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case_id", ["not-utf8", "alias-bomb", "duplicate-key",
+                                     "json-file-truncated", "deep-nesting", "sku-dotdot",
+                                     "max-cases"])
+def test_benchflow_validate_prints_the_problem_without_a_traceback(tmp_path, case_id):
+    _, _, content, expected = next(c for c in CASES if c[0] == case_id)
+    path = write(tmp_path, case_id, content)
+    proc = subprocess.run([str(BENCHFLOW), "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert expected in proc.stderr
+
+
+def test_a_non_utf8_json_file_is_refused_by_validate_too(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_bytes(b'{"suite_name": "caf\xe9"}')
+    proc = subprocess.run([str(BENCHFLOW), "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{path}: not UTF-8 text (byte 0xe9 at offset 19)" in proc.stderr
+
+
+def test_yaml_merge_keys_are_no_duplicates(tmp_path):
+    """`<<: *anchor` then a key of the anchor's overrides it: YAML's merge, not a duplicate."""
+    path = write(tmp_path, "merge", "workloads:\n  - &w {model: linear, dtypes: [f32]}\n"
+                 "  - {<<: *w, dtypes: [bf16]}\n")
+    suite = load([path])
+    assert {w.dtype for w in suite.workloads.values()} == {"f32", "bf16"}
+
+
+def test_an_empty_file_and_a_bom_are_fine(tmp_path):
+    path = write(tmp_path, "bom", "\ufeff" + W)
+    assert load([path]).workloads
+    (tmp_path / "empty.yaml").write_text("")
+    with pytest.raises(ConfigError, match="expected at least one workload"):
+        load([tmp_path / "empty.yaml"])
+
+
+def test_a_directory_is_refused_not_raised(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load([tmp_path])
+    assert err.value.problems == [f"{tmp_path}: cannot be read (Is a directory); expected a "
+                                  "readable suite file"]
+
+
+def test_a_json_file_that_is_fine_loads(tmp_path):
+    path = tmp_path / "suite.json"
+    path.write_text('{"workloads": [{"model": "linear"}], "suite_name": "j"}')
+    assert load([path]).config["suite_name"] == "j"
+
+
+# --- max_cases ----------------------------------------------------------------------------
+
+def test_raising_max_cases_runs_the_large_suite(tmp_path):
+    path = write(tmp_path, "big", "max_cases: 20000\n" + MP % "sweep, min_power: 0, "
+                 "max_power: 20")
+    suite = load([path])
+    assert len(suite.cases) == 9261 * 2
+
+
+def test_many_alike_huge_generators_are_refused_without_building_their_shapes(tmp_path):
+    gens = ", ".join(["{name: sweep, min_power: 0, max_power: 20}",
+                      "{name: small_sweep, min_power: 0, max_power: 20}"] * 5000)
+    path = write(tmp_path, "gens", f"model_params: [{{name: a, matrix_shapes: [{gens}]}}]\n")
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="expands to more than max_cases"):
+        load([path])
+    assert time.monotonic() - start < HANG_GUARD_S  # guards against a hang, not a speed goal
+
+
+def test_max_cases_counts_the_cases_before_the_entry(tmp_path):
+    path = write(tmp_path, "two", "max_cases: 3\nworkloads:\n"
+                 "  - {model: linear, shapes: [[2, 2, 2], [4, 4, 4]]}\n"
+                 "  - {model: linear, shapes: [[8, 8, 8], [16, 16, 16]]}\n")
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    assert err.value.problems == [
+        f"{path}: workloads[1]: expands to more than max_cases (3) cases after the 2 cases "
+        "before it: up to 2 shapes x 1 (configs x dtypes x modes x SKUs x backends x "
+        "recipes) = 2; expected at most max_cases: raise max_cases to run it, or narrow "
+        "its matrix_shapes, SKUs, backends or recipes"]
+    path.write_text(path.read_text().replace("max_cases: 3", "max_cases: 4"))
+    assert len(load([path]).cases) == 4
+
+
+def test_max_cases_is_described_with_a_default_in_the_schema():
+    prop = load_schema()["properties"]["max_cases"]
+    assert prop["default"] == 10000 and prop["minimum"] == 1 and "description" in prop
+
+
+# --- memory -------------------------------------------------------------------------------
+
+def test_a_gemm_larger_than_this_machines_memory_is_recorded_unsupported(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr(shapes, "physical_memory_bytes", lambda: int(23.4 * 2**30))
+    path = write(tmp_path, "mem", "backends: [iree, torch-eager]\nworkloads:\n"
+                 "  - {model: linear, dtypes: [bf16, f32], "
+                 "shapes: [[65536, 65536, 65536], [1024, 1024, 1024]]}\n")
+    suite = load([path])  # planned here, maybe measured on a larger node: not refused
+    reasons = {(c.workload.shape, c.workload.dtype, c.backend): c.unsupported
+               for c in suite.cases}
+    big = (65536,) * 3
+    assert reasons[(big, "bf16", "torch-eager")] == (
+        "[65536, 65536, 65536] needs ~24.0 GiB (inputs, weights and output in bf16) but "
+        "this machine has 23.4 GiB")
+    assert reasons[(big, "f32", "iree")] == (
+        "[65536, 65536, 65536] needs ~48.0 GiB (inputs, weights and output in f32) but "
+        "this machine has 23.4 GiB")
+    assert reasons[((1024,) * 3, "f32", "iree")] is None
+    # Unsupported cases are in no torch batch: no job runs them.
+    batched = {c.id for cases in suite.torch_batches.values() for c in cases}
+    assert not any(c.id in batched for c in suite.unsupported_cases)
+
+
+def test_memory_is_not_judged_where_the_os_does_not_tell(tmp_path, monkeypatch):
+    monkeypatch.setattr(shapes, "physical_memory_bytes", lambda: None)
+    path = write(tmp_path, "mem", "workloads: [{model: linear, shapes: [[65536, 65536, "
+                 "65536]]}]\n")
+    assert not load([path]).unsupported_cases
+
+
+def test_gemm_bytes_and_physical_memory():
+    assert shapes.gemm_bytes([2, 3, 4], "bf16") == (6 + 12 + 8) * 2
+    assert shapes.physical_memory_bytes() > 2**28
+
+
+@pytest.mark.parametrize("spec", [
+    {"name": "sweep", "min_power": 0, "max_power": 20}, {"name": "small_sweep"},
+    {"name": "small_sweep", "min_power": 3, "max_power": 9}, {"name": "pow2_extended"},
+    {"name": "pow2"}, {"name": "llama"}, {"name": "llama4"},
+    {"name": "custom", "shapes": [[1, 2, 3]]}, {"name": "sweep", "min_power": 9,
+                                                 "max_power": 8}])
+def test_count_is_the_number_of_generated_shapes(spec):
+    assert shapes.count(spec) == len(shapes.generate(spec))

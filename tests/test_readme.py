@@ -1,0 +1,237 @@
+"""The README stays true: every code block that can run here runs.
+
+- ```python blocks (the custom-model example) are written to a file, loaded through a
+  suite's `model_modules`, built and called, and a suite using them is validated;
+- ```yaml blocks are suites (`benchflow validate`), or fragments of one (merged into the
+  README's suite, then validated);
+- ```sh lines are run when cheap (listing, validating, dry runs of `snakemake`), in a
+  temporary directory holding the README's suites as `my.yaml` and `other.yaml`;
+  the rest are in COMMANDS with the reason they are not run;
+- the example of a refused suite is reproduced.
+
+A new code block or command line fails test_every_block_and_command_is_accounted_for
+until it is run here or skipped with its reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+README = REPO / "README.md"
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    line: int  # of the opening fence
+    text: str
+
+
+def readme_blocks() -> list[Block]:
+    text = README.read_text()
+    return [Block(m.group(1), text[:m.start()].count("\n") + 1, m.group(2))
+            for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)]
+
+
+def commands(block: Block) -> list[str]:
+    """The command lines of a shell block: continuations joined, comments dropped."""
+    joined = block.text.replace("\\\n", " ")
+    out = []
+    for line in joined.splitlines():
+        line = re.sub(r"\s+#.*$", "", line).strip()
+        if line and not line.startswith("#"):
+            out.append(re.sub(r"\s+", " ", line))
+    return out
+
+
+BLOCKS = readme_blocks()
+SH_COMMANDS = [c for b in BLOCKS if b.lang == "sh" for c in commands(b)]
+
+# Every command line of the README, by prefix: how it is checked, and what it must print
+# (run: as written; dry: with snakemake's -n, which checks the command line and the suite
+# without running a job), or why it does not run here (skip).
+COMMANDS = [
+    # (prefix, how, expected output fragment or the reason it is skipped)
+    (". .venv/bin/activate", "env", "every command here runs with .venv/bin first on PATH"),
+    ("benchflow list --configfile my.yaml --cases", "run",
+     "cpu-host/iree/linear-512x512x512-f32/baseline"),
+    ("benchflow list", "run", "models (name: configs; default shape; description):"),
+    ("benchflow validate my.yaml other.yaml", "run", "ok: 2 file(s) valid"),
+    ("benchflow --list", "run", "skus ("),
+    ("benchflow benchmarks --model tiny_mlp --filename 'mlp*' --sku cpu-host", "run",
+     "cpu-host/iree/tiny_mlp.mlp_cpu/baseline"),
+    ("snakemake -n results/report.json", "run", "This was a dry-run"),
+    ("snakemake --cores 8 results/report.json --configfile my.yaml", "dry",
+     "This was a dry-run"),
+    ("snakemake --cores 8 results/report.json", "dry", "This was a dry-run"),
+    ("make report", "skip", "runs the default suite (minutes); its dry run is checked"),
+    ("make test", "skip", "the whole test suite, this file included (and SLURM)"),
+    ("benchflow run ", "skip", "measures a case (a minute or more each); tests/test_cli_run.py "
+                               "runs the command end to end"),
+    ("benchflow bless ", "skip", "needs results/report.json of a full run"),
+    ("benchflow compare ", "skip", "needs two reports of full runs"),
+    ("benchflow check ", "skip", "needs results/report.json of a full run"),
+    ("snakemake results/gate.json", "skip", "needs a full run's report"),
+    ("benchflow benchmarks --model 'tiny_*' --run", "skip",
+     "runs the benchmark files through snakemake (minutes)"),
+    ("benchflow benchmarks --dir iree-test-suites/", "skip",
+     "needs a checkout of iree-test-suites and its downloads"),
+    ("snakemake --profile profiles/local all", "skip", "runs every report of the default "
+                                                       "suite (minutes)"),
+    ("snakemake --profile profiles/slurm all", "skip", "needs a SLURM cluster (pytest -m slurm "
+                                                       "tests the profile)"),
+    (".venv/bin/pytest ", "skip", "the test suite itself"),
+    (".venv/bin/python tests/perf/", "skip", "benchmark scripts of minutes (15 for the gate)"),
+]
+
+# Unlabelled blocks are output, listings and formats, not commands: each named by its
+# first characters, with what checks it (or nothing).
+OUTPUT_BLOCKS = {
+    "benchflow: invalid suite, no job was run:": "test_the_refused_suite_example",
+    "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
+    '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
+    "results/export/{workload}/module.mlirbc": "a listing of result paths",
+}
+# ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
+# suite of iree-test-suites' files validates without the checkout it points at).
+SKIPPED_YAML: dict[str, str] = {}
+
+
+def rule_for(command: str) -> tuple[str, str, str]:
+    matches = [r for r in COMMANDS if command == r[0] or command.startswith(r[0])]
+    assert matches, f"README command not accounted for in COMMANDS: {command}"
+    return max(matches, key=lambda r: len(r[0]))  # the most specific prefix
+
+
+def is_suite(data: dict) -> bool:
+    return any(k in data for k in ("workloads", "model_params", "benchmark_files"))
+
+
+@pytest.fixture(scope="module")
+def readme_dir(tmp_path_factory) -> Path:
+    """A directory holding the README's first suite as my.yaml, its torch workloads as
+    other.yaml (the names its commands use)."""
+    work = tmp_path_factory.mktemp("readme")
+    suites = [b for b in BLOCKS if b.lang == "yaml" and "skus:\n" in b.text
+              and is_suite(yaml.safe_load(b.text))]
+    (work / "my.yaml").write_text(suites[0].text)
+    torch_block = next(b for b in BLOCKS if b.lang == "yaml" and "torch-eager" in b.text)
+    (work / "other.yaml").write_text(torch_block.text)
+    return work
+
+
+def shell(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_every_block_and_command_is_accounted_for():
+    langs = {b.lang for b in BLOCKS}
+    assert langs <= {"sh", "yaml", "python", ""}, langs
+    assert len(SH_COMMANDS) >= 20
+    for command in SH_COMMANDS:
+        rule_for(command)
+    used = {rule_for(c)[0] for c in SH_COMMANDS}
+    assert used == {r[0] for r in COMMANDS}, "rules no README line uses: " + str(
+        {r[0] for r in COMMANDS} - used)
+    for block in BLOCKS:
+        if block.lang == "":
+            assert any(block.text.startswith(k) for k in OUTPUT_BLOCKS), block.line
+    assert sum(b.lang == "python" for b in BLOCKS) == 1
+
+
+RUNNABLE = [c for c in SH_COMMANDS if rule_for(c)[1] in ("run", "dry")]
+
+
+@pytest.mark.parametrize("command", RUNNABLE)
+def test_readme_command_runs(readme_dir, command):
+    _prefix, how, expected = rule_for(command)
+    argv = shlex.split(command)
+    if argv[0] == "snakemake":
+        # From the repository root in the README; here from a scratch directory.
+        argv[1:1] = ["-s", str(REPO / "Snakefile")]
+        if how == "dry":
+            argv.append("-n")
+    proc = shell(argv, readme_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert expected in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"],
+                         ids=lambda b: f"line{b.line}")
+def test_readme_suite_validates(readme_dir, tmp_path, block):
+    for line, why in SKIPPED_YAML.items():
+        if line in block.text:
+            pytest.skip(why)
+    data = yaml.safe_load(block.text)
+    if not is_suite(data):
+        # A fragment (goldens:, ...): the README's suite with it.
+        data = {**yaml.safe_load((readme_dir / "my.yaml").read_text()), **data}
+    suite = tmp_path / "block.yaml"
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    proc = shell(["benchflow", "validate", str(suite)], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok: 1 file(s) valid" in proc.stdout
+
+
+def test_readme_model_example_registers_builds_and_validates(readme_dir, tmp_path):
+    """The custom-model example, as written, listed under a suite's model_modules."""
+    (block,) = [b for b in BLOCKS if b.lang == "python"]
+    (tmp_path / "my_models.py").write_text(block.text)
+    name = re.search(r"^def (\w+)\(", block.text, re.M).group(1)
+    configs = yaml.safe_load(re.search(r"configs=(\[[^\]]*\])", block.text).group(1))
+    suite = yaml.safe_load((readme_dir / "my.yaml").read_text())
+    suite["model_modules"] = ["my_models.py"]
+    suite["workloads"].append({"model": name, "configs": configs})
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    proc = shell(["benchflow", "validate", "suite.yaml"], tmp_path)
+    assert proc.returncode == 0 and "ok: 1 file(s) valid" in proc.stdout, proc.stderr
+    proc = shell(["benchflow", "list", "--configfile", "suite.yaml", "--cases"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for config in configs:
+        assert f"cpu-host/iree/{name}-{config}-f32/baseline" in proc.stdout
+    # Loaded as the workflow loads it, built in every config and called.
+    script = f"""
+import torch
+from workflow.suite.load import load
+from workflow.models.registry import get_model
+load(["suite.yaml"])
+spec = get_model({name!r})
+assert spec.source and spec.source.endswith("my_models.py"), spec.source
+for config in {configs!r}:
+    inst = spec.build(config, "f32")
+    with torch.no_grad():
+        out = inst.module(*inst.inputs)
+    print(config, tuple(out.shape))
+"""
+    proc = shell([sys.executable, "-c", script], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["small (8, 64)", "big (8, 1024)"]
+
+
+def test_the_refused_suite_example(readme_dir, tmp_path):
+    """The README's refused suite: its SKU with 0 invocations and a second workload of
+    bert with config `huge`, given to snakemake: no job, every problem on its line."""
+    (block,) = [b for b in BLOCKS if b.text.startswith("benchflow: invalid suite")]
+    suite = yaml.safe_load((readme_dir / "my.yaml").read_text())
+    suite["skus"]["cpu-host"]["measurement"]["invocations"] = 0
+    suite["workloads"][1] = {"model": "bert", "configs": ["huge"]}
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    proc = shell(["snakemake", "-s", str(REPO / "Snakefile"), "-n", "results/report.json",
+                  "--configfile", "my.yaml"], tmp_path)
+    assert proc.returncode != 0
+    printed = proc.stderr.replace(f"{tmp_path}/", "")
+    assert block.text in printed, printed
