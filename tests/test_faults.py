@@ -88,7 +88,7 @@ EXPORT_S, RUN_S = 45, 45
 
 CASES = [
     ("segv-iree", "forward segfaults (SIGSEGV) in the export worker", "iree",
-     "failed", "export", "exited with -11"),
+     "failed", "export", "exited with -11 (killed by SIGSEGV)"),
     ("hang-iree", "forward sleeps forever; export_s ends the export worker", "iree",
      "failed", "export", f"timeout after {EXPORT_S} s"),
     ("raise-iree", "forward raises RuntimeError in the export worker", "iree",

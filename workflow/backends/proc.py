@@ -4,9 +4,11 @@ diagnostics (not the lines of an input file that it quotes: `diagnostic_lines`).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -79,7 +81,7 @@ def run_tool(
                      f"code failed in the worker:\n{proc.stderr[-4000:]}")
     if proc.returncode != 0:
         detail = first_lines(diagnostic_lines(proc.stderr or proc.stdout))
-        raise StageError(stage, f"{Path(argv[0]).name} exited with {proc.returncode}:\n{detail}")
+        raise StageError(stage, f"{Path(argv[0]).name} {exit_reason(proc.returncode)}:\n{detail}")
     return proc
 
 
@@ -90,13 +92,28 @@ def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=
                     own_bug_exit=True)
 
 
+def exit_reason(code: int) -> str:
+    """A process's end in words: `exited with -11 (killed by SIGSEGV)`, `exited with 1`."""
+    if code < 0:
+        try:
+            return f"exited with {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return f"exited with {code}"
+
+
 def worker_main(main: Callable[[list[str]], None]) -> None:
     """Runs a worker process's main: a tool's exception exits 1 (run_python records it
     as the stage's failure), benchflow's own bug exits OWN_BUG_EXIT (run_python raises
     OwnBug and the Snakemake job fails)."""
+    # A crash in torch or IREE's native code leaves its Python stack in the log.
+    faulthandler.enable()
     try:
         main(sys.argv[1:])
     except Exception as exc:
+        # The exception first: the recorded error keeps the first lines, and a deep
+        # model call must not push the line that says what went wrong out of them.
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         traceback.print_exc()
         sys.exit(OWN_BUG_EXIT if raised_in_own_code(exc) else 1)
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workflow.backends.proc import first_lines
+from workflow.backends.proc import exit_reason, first_lines
 from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import FAILED, UNSUPPORTED, StageResult
@@ -105,16 +105,6 @@ def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-def exit_reason(code: int) -> str:
-    """A worker's end in words: `exited with -11 (killed by SIGSEGV)`, `exited with 1`."""
-    if code < 0:
-        try:
-            return f"exited with {code} (killed by {signal.Signals(-code).name})"
-        except ValueError:
-            pass
-    return f"exited with {code}"
 
 
 def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,
