@@ -3,7 +3,7 @@
 # name `workflow` is Snakemake's object, so the package is only ever from-imported.
 import sys
 
-from workflow.paths import DASHBOARD, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.paths import AB, DASHBOARD, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.stages.plan import (
     Refused,
     attach_benchmark_files,
@@ -51,6 +51,8 @@ wildcard_constraints:
     workload=r"[A-Za-z0-9_.-]+",
     recipe=r"[A-Za-z0-9_.-]+",
     batch=r"b[0-9]+",
+    base=r"[A-Za-z0-9_.-]+",
+    new=r"[A-Za-z0-9_.-]+",
 
 
 localrules: all
@@ -66,15 +68,14 @@ rule all:
         REPORT_CSV,
         DASHBOARD,
         REPORT_HTML,
+        # The A/B comparisons, when the suite declares pairs.
+        [AB] if SUITE.ab_pairs else [],
 
 
-include: "rules/export.smk"
-include: "rules/compile.smk"
-include: "rules/run_iree.smk"
-include: "rules/verify_iree.smk"
-include: "rules/case.smk"
+include: "rules/iree_batch.smk"
 include: "rules/run_torch.smk"
 include: "rules/bench_files.smk"
 include: "rules/report.smk"
+include: "rules/ab.smk"
 include: "rules/gate.smk"
 include: "rules/render.smk"

@@ -4,7 +4,12 @@
 # judged against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by
 # the Snakefile (workflow.stages.plan.attach_benchmark_files); its MLIR, weights, inputs and
 # modules were found there (workflow.suite.sharktank), so none of these inputs is missing.
-# The pairs that cannot run are skipped cases, recorded by the report rule.
+# The pairs that cannot run are skipped cases, recorded by the report rule. A GPU file (device
+# hip or cuda) on a GPU SKU of its backend (rocm, cuda) is compiled on any machine; where its
+# device is absent, run_bench_file records its run as no-device (decided on the measuring
+# machine) and the case is compile-only: dispatch count and size judged, no time. That run
+# result is cached like any other: on a machine that has the device, --forcerun
+# run_bench_file measures it.
 from workflow.paths import (
     BF_CASE,
     BF_CASE_LOG,

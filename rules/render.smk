@@ -4,6 +4,7 @@
 # One adapter, scripts/render.py, runs them all: it calls the function of
 # workflow.stages.render that has the rule's name.
 from workflow.paths import (
+    AB,
     DASHBOARD,
     PEAK,
     REPORT,
@@ -38,6 +39,8 @@ rule measure_peak:
 rule render_markdown:
     input:
         report=REPORT,
+        # The A/B section, when the suite declares pairs.
+        ab=[AB] if SUITE.ab_pairs else [],
     output:
         md=report(REPORT_MD, caption="../report/markdown.rst", category=RENDER_CATEGORY,
                   labels={"format": "Markdown", "content": "coverage table"}),
@@ -99,6 +102,7 @@ rule render_html:
     input:
         report=REPORT,
         peak=PEAK,
+        ab=[AB] if SUITE.ab_pairs else [],
     output:
         html=report(REPORT_HTML, caption="../report/html.rst", category=RENDER_CATEGORY,
                     labels={"format": "HTML", "content": "table and plots"}),

@@ -1,9 +1,9 @@
 # report: every case record -> results/report.json (schema-validated before writing).
-from workflow.paths import REPORT, REPORT_LOG, torch_batch_dir
+from workflow.paths import REPORT, REPORT_LOG, iree_batch_path, torch_batch_dir
 from workflow.stages.plan import (
+    bench_case_paths,
     bench_skipped_plan,
-    report_case_paths,
-    torch_golden_inputs,
+    report_golden_inputs,
     unsupported_plan,
 )
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
@@ -11,11 +11,13 @@ from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 rule report:
     input:
-        # IREE cases, then the benchmark files' (BENCH, selected by the Snakefile).
-        cases=report_case_paths(SUITE, BENCH),
+        # IREE and torch cases are judged here against the goldens, not in their
+        # measuring jobs (see report_golden_inputs); the benchmark files' cases (BENCH,
+        # selected by the Snakefile) in their own case step.
+        iree=[iree_batch_path(key) for key in SUITE.iree_batches],
         batches=[torch_batch_dir(key) for key in SUITE.torch_batches],
-        # Torch cases are judged here, not in their batch job (see torch_golden_inputs).
-        goldens=torch_golden_inputs(SUITE),
+        cases=bench_case_paths(BENCH),
+        goldens=report_golden_inputs(SUITE),
     output:
         report=REPORT,
     params:

@@ -10,6 +10,8 @@ inputs = dict(snakemake.input.items())
 kwargs = {"report": inputs["report"]} if "report" in inputs else {}
 if "peak" in inputs:
     kwargs["peak_path"] = inputs["peak"]
+if inputs.get("ab"):  # a named input that may be empty: no A/B pairs
+    kwargs["ab_path"] = inputs["ab"]
 
 with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
         contextlib.redirect_stderr(log):

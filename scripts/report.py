@@ -4,6 +4,7 @@ from workflow.stages.report import aggregate
 aggregate(
     list(snakemake.input.cases),
     snakemake.output.report,
+    iree_batches=list(snakemake.input.iree),
     batch_dirs=list(snakemake.input.batches),
     golden_files=list(snakemake.input.goldens),
     gate=snakemake.params.gate,

@@ -12,9 +12,10 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
-# Small enough for seconds per case, large enough to exercise every protocol step.
-FAST_MEASUREMENT = {"invocations": 3, "repetitions": 3, "min_warmup_time_s": 0.05,
-                    "min_time_s": 0.01}
+# Small enough for seconds per case, large enough to exercise every protocol step (a
+# fixed count: tests of the adaptive plan set max_invocations themselves).
+FAST_MEASUREMENT = {"invocations": 3, "max_invocations": 3, "repetitions": 3,
+                    "min_warmup_time_s": 0.05, "min_time_s": 0.01}
 
 
 def tiny_suite(**overrides) -> dict:

@@ -42,7 +42,8 @@ def test_defaults_are_filled_in():
     cfg = validate_suite({"workloads": [{"model": "linear"}]}, "x.yaml")
     assert cfg["skus"] == {"cpu-host": cfg["skus"]["cpu-host"]}
     m = cfg["skus"]["cpu-host"]["measurement"]
-    assert m == {"invocations": 5, "repetitions": 10, "min_warmup_time_s": 0.5,
+    assert m == {"invocations": 6, "max_invocations": 24, "target_rel_width": 0.02,
+                 "budget_s": 60, "repetitions": 10, "min_warmup_time_s": 0.5,
                  "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True,
                  "torch_warmup_calls": 10, "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5}
     assert cfg["workloads"][0]["dtypes"] == ["f32"]
@@ -64,7 +65,9 @@ def test_every_problem_is_reported_with_file_and_key_path(tmp_path):
     text = "\n".join(err.value.problems)
     assert all(p.startswith(f"{path}: ") for p in err.value.problems)
     assert "skus.host.measurement.invocations: expected minimum 1" in text
-    assert "skus.host.iree.device: expected one of ['local-task', 'local-sync'], got 'cuda'" in text
+    # cuda is a device, but not one of an llvm-cpu SKU: the cross-key check, with the rest.
+    assert ("skus.host.iree.device: 'cuda' does not run llvm-cpu code; expected local-task "
+            "or local-sync for target_backend 'llvm-cpu'") in text
     assert "skus.generic: unknown key(s) ['bogus']" in text
     assert "workloads[2].model: expected one of [" in text
     assert "workloads[3].configs[0]: expected one of ['tiny', 'base', 'large'], got 'huge'" in text
@@ -112,9 +115,10 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     # Nested objects of a $ref'd SKU, reached through patternProperties.
     a, b = cfg["skus"]["a"], cfg["skus"]["b"]
     assert a["measurement"]["invocations"] == 7 and a["measurement"]["repetitions"] == 10
-    assert b["measurement"] == {**a["measurement"], "invocations": 5}
+    assert b["measurement"] == {**a["measurement"], "invocations": 6}
     assert a["iree"] == {"target_backend": "llvm-cpu", "target_cpu": "host", "compile_flags": [],
-                         "device": "local-task", "task_topology_max_group_count": 2}
+                         "device": "local-task", "task_topology_max_group_count": 2,
+                         "target_chip": None, "compile_tool": None, "benchmark_tool": None}
     assert b["torch"] == {"threads": 2} and b["description"] == ""
     # Workload items inside an array, and $ref'd items of their own arrays.
     w0, w1 = cfg["workloads"]
@@ -133,7 +137,7 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     # A default that is an object is filled, then filled in turn (fresh copies each time).
     assert cfg["benchmark_files"]["golden_keys"] == {"a": "gpu"}
     assert validate_suite({"workloads": [{"model": "linear"}]}, "y.yaml")["skus"]["cpu-host"][
-        "measurement"]["invocations"] == 5
+        "measurement"]["invocations"] == 6
     assert load_schema()["properties"]["skus"]["default"] == {"cpu-host": {}}
 
 

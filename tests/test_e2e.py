@@ -63,7 +63,12 @@ def test_report_is_schema_valid_and_complete(finished):
         assert case["compile"]["binary_bytes"] > 0
         t = case["timing"]
         assert t["invocations"] >= 3 and len(t["invocation_medians_ms"]) == t["invocations"]
-        assert t["ci95_ms"][0] <= t["median_ms"] <= t["ci95_ms"][1]
+        assert t["stop_reason"] == "fixed"
+        if t["invocations"] < 6:  # 3, not noisy: no interval reaches 95 %, none is claimed
+            assert t["ci95_ms"] is None and t["ci_level"] is None
+        else:  # 6 after a noisy rerun: the interval and its exact coverage (96.9 %)
+            assert t["ci95_ms"][0] <= t["median_ms"] <= t["ci95_ms"][1]
+            assert t["ci_level"] == pytest.approx(1 - 2 / 64)
         assert 0 <= t["cv"] < 5 and t["repetitions"] == 3
         assert case["accuracy"]["pcc"] >= 0.999 and case["accuracy"]["allclose"]
         assert case["graph"]["aten_ops"] >= 1
@@ -82,16 +87,17 @@ def test_changed_flag_reruns_exactly_that_skus_jobs(finished):
     suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-opt-level=O1"]
     changed = write_suite(finished / "changed.yaml", suite)
     dry = snakemake(finished, "-n", "results/report.json", "--configfile", str(changed))
-    assert job_counts(dry) == {"compile_iree": 2, "run_iree": 2, "verify_iree": 2,
-                               "case_iree": 2, "report": 1}
-    assert "results/compile/host" not in dry.stdout
+    assert job_counts(dry) == {"iree_batch": 1, "report": 1}
+    assert "output: results/iree/host" not in dry.stdout
     before = mtimes(finished)
     snakemake(finished, "results/report.json", "--configfile", str(changed))
     after = mtimes(finished)
     rewritten = {p for p in after if after[p] != before.get(p)}
+    # That SKU's compiles, runs, verifications and cases; the exports are reused.
     assert rewritten and all(p.startswith(("results/compile/generic", "results/run/generic",
                                            "results/verify/generic", "results/cases/generic",
-                                           "results/report.json")) for p in rewritten)
+                                           "results/iree/generic", "results/report.json"))
+                             for p in rewritten), rewritten
     assert any(p.startswith("results/compile/generic") for p in rewritten)
     report = read_report(finished)
     flags = {c["sku"]: c["compile"]["flags"] for c in report["cases"]}
@@ -109,19 +115,42 @@ def fake_version(tmp_path, dist: str, version: str) -> dict:
     return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def test_compiler_upgrade_reruns_every_compile_and_torch_upgrade_every_export(
+def test_a_compiler_or_torch_upgrade_reruns_every_batch(
         finished, tmp_path):
     suite = str(finished / "suite.yaml")
     snakemake(finished, "results/report.json", "--configfile", suite)  # settle earlier tests
-    dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
-                    env=fake_version(tmp_path, "iree-base-compiler", "99.0.0"))
-    counts = job_counts(dry)
-    # The FX importer ships in iree-base-compiler, so the MLIR is re-imported too.
-    assert counts["compile_iree"] == 4 and counts["export"] == 2
-    dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
-                    env=fake_version(tmp_path, "torch", "99.0.0"))
-    counts = job_counts(dry)
-    assert counts["export"] == 2 and counts["compile_iree"] == 4
+    for dist in ("iree-base-compiler", "torch"):
+        dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
+                        env=fake_version(tmp_path, dist, "99.0.0"))
+        # Every batch reruns; in it, every case's key changes (stages/iree.job_key) and
+        # so does every export's (the FX importer ships in iree-base-compiler).
+        assert job_counts(dry)["iree_batch"] == 2, dry.stdout
+
+
+def test_adding_a_workload_measures_it_alone_and_forcing_measures_all(finished):
+    suite = tiny_suite()
+    suite["workloads"].append({"model": "linear", "shapes": [[8, 16, 16]]})
+    grown = write_suite(finished / "grown.yaml", suite)
+    snakemake(finished, "results/report.json", "--configfile", str(finished / "suite.yaml"))
+    before = mtimes(finished)
+    snakemake(finished, "results/report.json", "--configfile", str(grown))
+    after = mtimes(finished)
+    rewritten = {p for p in after if after[p] != before.get(p)}
+    new = "linear-8x16x16-f32"
+    cases = {p for p in rewritten if p.startswith("results/cases/")}
+    assert cases == {f"results/cases/{sku}/iree/{new}/baseline.json"
+                     for sku in ("host", "generic")}, rewritten
+    assert not any(p.startswith("results/export/") and new not in p for p in rewritten)
+    log = (finished / "logs" / "iree" / "host" / "b0.log").read_text()
+    assert "host/iree/linear-16x32x32-f32/baseline: reused" in log
+    assert f"host/iree/{new}/baseline: measuring" in log
+    assert len(read_report(finished)["cases"]) == 6
+    # Forcing the batches re-measures every case of them.
+    before = mtimes(finished)
+    snakemake(finished, "results/report.json", "--configfile", str(grown),
+              "--forcerun", "iree_batch")
+    after = mtimes(finished)
+    assert all(after[p] != before[p] for p in after if p.startswith("results/cases/"))
 
 
 def test_a_model_that_fails_to_compile_is_a_failed_case(tmp_path):

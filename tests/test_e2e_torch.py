@@ -14,8 +14,8 @@ pytestmark = pytest.mark.e2e
 
 # Two invocations keep CI short: each is a fresh process per batch (torch import and,
 # for inductor, a compile of every case).
-FAST = {"invocations": 2, "repetitions": 3, "min_warmup_time_s": 0.05, "min_time_s": 0.01,
-        "rerun_noisy": False, "torch_warmup_calls": 3, "torch_warmup_s": 0.01,
+FAST = {"invocations": 2, "max_invocations": 2, "repetitions": 3, "min_warmup_time_s": 0.05,
+        "min_time_s": 0.01, "rerun_noisy": False, "torch_warmup_calls": 3, "torch_warmup_s": 0.01,
         "torch_min_run_time_s": 0.05}
 
 

@@ -8,7 +8,8 @@ import pytest
 from workflow.backends.iree.tools import BenchmarkRun
 from workflow.stages import iree as stage
 
-M = {"invocations": 3, "repetitions": 3, "min_warmup_time_s": 0.0, "min_time_s": 0.01,
+M = {"invocations": 3, "max_invocations": 3, "repetitions": 3, "min_warmup_time_s": 0.0,
+     "min_time_s": 0.01,
      "noisy_cv": 10.0, "rerun_noisy": False}
 
 
@@ -46,3 +47,67 @@ def test_repetitions_are_benchmark_repetitions_and_calls_are_unknown(monkeypatch
     timing = measured(monkeypatch, [run([1.0, 2.0, 3.0])] * 3)
     assert timing["repetitions"] == M["repetitions"]
     assert timing["calls_per_invocation"] is None
+
+
+def adaptive(monkeypatch, medians, **m):
+    """measure() with adaptive invocations over scripted invocation medians."""
+    queue = [run([5.0]), *(run([x]) for x in medians)]
+    monkeypatch.setattr(stage, "_benchmark", lambda argv, timeout, log: queue.pop(0))
+    monkeypatch.setattr(stage.iree, "runtime_version", lambda: "test")
+    settings = {**M, "invocations": 6, "max_invocations": 24, "target_rel_width": 0.02,
+                "budget_s": 600, **m}
+    timing = stage.measure(lambda **kw: ["iree-benchmark-module"], settings, 10.0, "x")["timing"]
+    return timing, len(medians) - len(queue)
+
+
+def test_adaptive_invocations_stop_at_the_first_look_when_narrow(monkeypatch):
+    steady = [1.0 + 0.001 * (i % 3) for i in range(30)]
+    timing, used = adaptive(monkeypatch, steady)
+    # Plan(6, 24): looks at 7, 14, 24 (the first raised so that it has a 98.3 % interval).
+    assert used == timing["invocations"] == 7
+    assert timing["stop_reason"] == "width-reached"
+    assert timing["ci_level"] >= 0.95 and timing["ci95_ms"] == [1.0, 1.002]
+    assert timing["sequential"]["looks"] == [7, 14, 24]
+
+
+def test_adaptive_invocations_go_on_while_wide_and_stop_at_the_last_look(monkeypatch):
+    noisy = [1.0, 1.5] * 20
+    timing, used = adaptive(monkeypatch, noisy)
+    assert used == timing["invocations"] == 24 and timing["stop_reason"] == "max-rounds"
+    assert timing["noisy_reruns"] == 0
+
+
+def test_adaptive_invocations_keep_to_the_seconds_budget(monkeypatch):
+    timing, used = adaptive(monkeypatch, [1.0, 1.5] * 20, budget_s=0)
+    # The budget is checked from the first look on: that is where it stops.
+    assert used == 7 and timing["stop_reason"] == "time-budget"
+    assert timing["ci_level"] is None or timing["ci_level"] >= 0.95
+
+
+def test_fixed_invocations_below_six_have_no_95_percent_interval(monkeypatch):
+    timing = measured(monkeypatch, [run([1.0])] * 3)
+    assert timing["ci95_ms"] is None and timing["ci_level"] is None
+    assert timing["stop_reason"] == "fixed"
+
+
+def test_content_keys_follow_what_decides_a_result(monkeypatch):
+    from importlib import metadata
+
+    spec = {"model": "linear", "shape": [1, 2, 3], "dtype": "f32"}
+    case = {"spec": spec, "identity": {"id": "host/iree/w/baseline"}}
+    sku = {"description": "one", "iree": {"device": "local-task"}, "measurement": {"n": 1}}
+    export, job = stage.export_key(spec), stage.job_key(case, sku, {}, True)
+    # Rewording a SKU's description changes nothing; its settings, the device being
+    # here, the spec and every tool version do.
+    assert stage.job_key(case, {**sku, "description": "two"}, {}, True) == job
+    assert stage.job_key(case, {**sku, "measurement": {"n": 2}}, {}, True) != job
+    assert stage.job_key(case, sku, {}, False) != job
+    assert stage.export_key({**spec, "shape": [1, 2, 4]}) != export
+    real = metadata.version
+    for dist in ("torch", "iree-base-compiler"):
+        monkeypatch.setattr(metadata, "version",
+                            lambda d, dist=dist: "99" if d == dist else real(d))
+        assert stage.export_key(spec) != export and stage.job_key(case, sku, {}, True) != job
+    monkeypatch.setattr(metadata, "version",
+                        lambda d: "99" if d == "iree-base-runtime" else real(d))
+    assert stage.export_key(spec) == export and stage.job_key(case, sku, {}, True) != job

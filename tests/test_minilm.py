@@ -75,7 +75,8 @@ def test_iree_and_inductor_match_eager(tmp_path):
         "suite_name": "minilm",
         "backends": ["iree", "torch-inductor"],
         "skus": {"host": {"measurement": {**FAST_MEASUREMENT, "invocations": 1,
-                                          "repetitions": 2, "rerun_noisy": False}}},
+                                          "max_invocations": 1, "repetitions": 2,
+                                          "rerun_noisy": False}}},
         "workloads": [{"model": "minilm", "shapes": [[BATCH, SEQ]]}],
     }
     write_suite(tmp_path / "suite.yaml", suite)

@@ -174,7 +174,7 @@ def test_minilm_is_available_when_the_extra_is_installed():
 def test_zoo_compiles_and_runs_on_iree_and_passes_coverage(tmp_path):
     """The zoo through the real workflow on IREE: every case ok and accurate against its
     model's threshold, and the coverage counts every model as passing."""
-    measurement = {**FAST_MEASUREMENT, "invocations": 1, "repetitions": 1,
+    measurement = {**FAST_MEASUREMENT, "invocations": 1, "max_invocations": 1, "repetitions": 1,
                    "rerun_noisy": False}
     suite = {
         "suite_name": "zoo",

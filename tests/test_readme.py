@@ -83,6 +83,8 @@ COMMANDS = [
     ("benchflow bless ", "skip", "needs results/report.json of a full run"),
     ("benchflow compare ", "skip", "needs two reports of full runs"),
     ("benchflow check ", "skip", "needs results/report.json of a full run"),
+    ("benchflow ab ", "skip", "measures interleaved rounds for a minute; tests/test_ab.py "
+                              "runs it"),
     ("snakemake results/gate.json", "skip", "needs a full run's report"),
     ("benchflow benchmarks --model 'tiny_*' --run", "skip",
      "runs the benchmark files through snakemake (minutes)"),

@@ -106,7 +106,7 @@ def test_status_classification():
     synthetic = [x for x in report["cases"] if "synthetic" in x["provenance"]]
     assert [statuses[x["id"]] for x in synthetic] == ["degraded"] * 3
     assert c.counts(report["cases"]) == {"ok": 9, "degraded": 3, "failed": 2,
-                                         "unsupported": 0, "skipped": 0}
+                                         "unsupported": 0, "skipped": 0, "compile-only": 0}
 
 
 def test_peak_is_the_best_measured_matmul():

@@ -87,3 +87,10 @@ def test_torch_backends_eager_ms_speedup_and_unsupported_cases():
     linear = text.split("#### linear", 1)[1].split("####", 1)[0]
     assert "| aten.linear.default | 1 | ✅ | ✅ | ✅ |" in linear
     assert "| aten.mm.default | 1 | — | ✅ | ✅ |" in linear  # only int8wo graphs have it
+
+
+def test_the_verdict_says_how_much_a_pass_could_have_missed():
+    from workflow.render.markdown import mde_text
+
+    assert mde_text({"timing": {"mde_ratio": 1.1234}}) == " · detects ≥×1.12"
+    assert mde_text({"timing": {"mde_ratio": None}}) == mde_text({"timing": None}) == ""

@@ -103,12 +103,13 @@ def test_bad_inputs_are_refused():
 
 def test_wall_time_covers_the_stage_timeouts():
     timeouts = {"export_s": 900, "compile_s": 120, "run_s": 600, "verify_s": 30}
-    assert r.export_runtime_min(timeouts) == 16       # (900 + 60) / 60
     assert r.compile_runtime_min(timeouts) == 3       # (120 + 60) / 60
-    assert r.verify_runtime_min(timeouts) == 2        # (30 + 60) / 60 rounded up
     # first call + 5 invocations + 5 more for a noisy case, 600 s each, + overhead
     assert r.run_runtime_min({"invocations": 5, "rerun_noisy": True}, timeouts) == 111
     assert r.run_runtime_min({"invocations": 5, "rerun_noisy": False}, timeouts) == 61
+    # An IREE batch: every stage of each case, ((900 + 120 + 30 + 6 x 600) x 2 + 60) / 60.
+    assert r.iree_batch_runtime_min(2, {"invocations": 5, "rerun_noisy": False},
+                                    timeouts) == 156
 
 
 def job_resources(text: str) -> list[tuple[str, dict]]:
@@ -134,19 +135,16 @@ def test_rules_declare_resources_from_the_case(tmp_path):
     by_rule: dict[str, list[dict]] = {}
     for rule, res in jobs:
         by_rule.setdefault(rule, []).append(res)
-    export_mem = sorted(int(res["mem_mb"]) for res in by_rule["export"])
-    assert export_mem == sorted([
-        r.export_mem_mb(Workload("l", "linear", "default", "f32", (16, 32, 32), None)),
-        r.export_mem_mb(Workload("b", "bert", "tiny", "f32", (1, 16), None))])
-    assert {res["runtime"] for res in by_rule["export"]} == {"6"}
-    assert {res["runtime"] for res in by_rule["compile_iree"]} == {"5"}
-    assert {res["runtime"] for res in by_rule["verify_iree"]} == {"2"}
-    # 3 invocations (tiny_suite), noisy reruns on by default: 1 + 6 runs of up to 100 s
-    assert {res["runtime"] for res in by_rule["run_iree"]} == {"13"}
-    # Compile, run and verify size themselves from the exported files, not there yet.
-    for rule in ("compile_iree", "run_iree", "verify_iree"):
-        assert {res["mem_mb"] for res in by_rule[rule]} == {"<TBD>"}
-    assert all(res["bench_slot"] == "1" for res in by_rule["run_iree"])
+    # One batch per SKU here; each asks for the largest stage of its largest model
+    # (bert tiny's export) and for every stage of every case at its timeout.
+    bert = Workload("b", "bert", "tiny", "f32", (1, 16), None)
+    linear = Workload("l", "linear", "default", "f32", (16, 32, 32), None)
+    assert [int(res["mem_mb"]) for res in by_rule["iree_batch"]] == \
+        [r.iree_batch_mem_mb([linear, bert])] * 2 == [r.export_mem_mb(bert)] * 2
+    # 3 invocations (tiny_suite), fixed, noisy reruns on: 1 + 6 runs of up to 100 s, x 2.
+    assert {res["runtime"] for res in by_rule["iree_batch"]} == {
+        str(r.runtime_min(2 * (300 + 200 + 50 + 7 * 100)))}
+    assert all(res["bench_slot"] == "1" for res in by_rule["iree_batch"])
 
 
 def profile_dry_run(tmp_path, profile: str, env: dict):
@@ -160,20 +158,19 @@ def test_local_profile_is_valid(tmp_path):
     proc = profile_dry_run(tmp_path, "local", dict(os.environ))
     assert "Using profile" in proc.stdout + proc.stderr
     for rule, res in job_resources(proc.stdout):
-        assert ("bench_slot" in res) == (rule == "run_iree"), (rule, res)
+        assert ("bench_slot" in res) == (rule in ("iree_batch", "run_torch", "measure_peak")), \
+            (rule, res)
 
 
 def test_slurm_profile_sets_account_partition_and_exclusive_timing_nodes(tmp_path):
     env = {**os.environ, "BENCHFLOW_SLURM_ACCOUNT": "max", "BENCHFLOW_SLURM_PARTITION": "cpu"}
     proc = profile_dry_run(tmp_path, "slurm", env)
     jobs = job_resources(proc.stdout)
-    assert {rule for rule, _ in jobs} >= {"export", "compile_iree", "run_iree", "verify_iree"}
+    assert {rule for rule, _ in jobs} >= {"iree_batch", "report"}
     for rule, res in jobs:
         # "max" stays a string: the profile quotes it so Python's max() cannot stand in.
         assert res["slurm_account"] == "max" and res["slurm_partition"] == "cpu", res
-        assert (res.get("slurm_extra") == "--exclusive") == (rule == "run_iree"), (rule, res)
-    # Verifications are grouped, four components to a job.
-    assert "Group job verify" in proc.stdout
+        assert (res.get("slurm_extra") == "--exclusive") == (rule == "iree_batch"), (rule, res)
 
 
 def test_slurm_profile_names_an_unset_account_variable(tmp_path):
@@ -207,7 +204,7 @@ def rule_blocks() -> dict[str, str]:
 
 def test_every_rule_declares_threads_memory_and_wall_time():
     blocks = rule_blocks()
-    assert {"export", "compile_iree", "run_iree", "verify_iree"} <= set(blocks)
+    assert {"iree_batch", "ab_pair", "run_torch"} <= set(blocks)
     missing = {name: [k for k in ("threads:", "mem_mb=", "runtime=") if k not in text]
                for name, text in blocks.items()}
     assert not {name: m for name, m in missing.items() if m}
@@ -217,7 +214,7 @@ def test_every_timing_rule_gets_an_exclusive_node_in_the_slurm_profile():
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
     timing = [name for name, text in rule_blocks().items()
               if re.search(r"^\s+threads: BENCH_THREADS$", text, re.MULTILINE)]
-    assert "run_iree" in timing
+    assert {"iree_batch", "ab_pair", "run_torch"} <= set(timing)
     for name in timing:
         assert profile["set-threads"].get(name) == 1, name
         assert profile["set-resources"].get(name, {}).get("slurm_extra") == "'--exclusive'", name

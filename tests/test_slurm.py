@@ -26,14 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_suite
-from workflow.stages.resources import (
-    compile_runtime_min,
-    export_mem_mb,
-    export_runtime_min,
-    file_bytes,
-    mem_request_mb,
-    run_runtime_min,
-)
+from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
 from workflow.suite.load import load
 
 pytestmark = pytest.mark.slurm
@@ -41,8 +34,8 @@ pytestmark = pytest.mark.slurm
 SLURM_DIR = REPO / "tests" / "slurm"
 ACCOUNT = "benchflow-test"
 # Long enough per invocation that a timing job is still measuring when it is cancelled.
-MEASUREMENT = {"invocations": 3, "repetitions": 5, "min_warmup_time_s": 0.2,
-               "min_time_s": 0.05, "rerun_noisy": False}
+MEASUREMENT = {"invocations": 3, "max_invocations": 3, "repetitions": 5,
+               "min_warmup_time_s": 0.2, "min_time_s": 0.05, "rerun_noisy": False}
 WORKLOADS = ["linear-16x32x32-f32", "linear-32x64x64-f32"]
 RUN_TIMEOUT_S = 900
 
@@ -52,6 +45,8 @@ def suite() -> dict:
         "suite_name": "slurm",
         "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": dict(MEASUREMENT)}},
         "workloads": [{"model": "linear", "shapes": [[16, 32, 32], [32, 64, 64]]}],
+        # One case per IREE job: two timing jobs, one of them cancelled and retried.
+        "iree_batch_size": 1,
     }
 
 
@@ -160,23 +155,24 @@ def mem_of(record: dict) -> int:
 
 
 def cancel_a_measuring_timing_job(cluster: Cluster, proc: subprocess.Popen) -> str:
-    """Waits for a run_iree job whose nested snakemake has started the rule, then
+    """Waits for an iree_batch job whose nested snakemake has started the rule, then
     scancels it; returns its SLURM job id."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
         out = cluster.run("squeue", "-h", "-t", "RUNNING", "-o", "%i|%k", check=False)
         for line in out.splitlines():
             job, comment = line.split("|", 1)
-            if not comment.startswith("rule_run_iree_"):
+            if not comment.startswith("rule_iree_batch_"):
                 continue
             info = cluster.run("scontrol", "show", "job", "-o", job, check=False)
             m = re.search(r"StdOut=(\S+)", info)
             log = Path(m.group(1)) if m else None
-            if log and log.exists() and "rule run_iree:" in log.read_text(errors="replace"):
+            if log and log.exists() and "rule iree_batch:" in log.read_text(errors="replace"):
                 cluster.run("scancel", job)
                 return job
         time.sleep(0.2)
-    raise AssertionError("no run_iree job was caught measuring (the suite ended or hung first)")
+    raise AssertionError("no iree_batch job was caught measuring (the suite ended or hung "
+                         "first)")
 
 
 @pytest.fixture(scope="module")
@@ -207,41 +203,33 @@ def test_every_job_ran_through_slurm_with_the_profiles_resources(cluster, finish
     workdir, out, cancelled = finished
     submitted = submissions(out)
     records = cluster.records()
-    # export x2, compile x2, one group of both verifications, run x2 plus the retry.
+    # Two IREE batch jobs (one case each: export, compile, run, verify, record) plus the
+    # retry of the cancelled one.
     kinds = sorted(submitted.values())
-    assert kinds == sorted(["rule_export"] * 2 + ["rule_compile_iree"] * 2
-                           + ["group"] + ["rule_run_iree"] * 3), kinds
+    assert kinds == ["rule_iree_batch"] * 3, kinds
     assert set(submitted) <= set(records), "the scheduler has no record of some jobs"
     the_suite = load([workdir / "suite.yaml"])
     timeouts = the_suite.config["timeouts"]
+    measurement = the_suite.sku("host")["measurement"]
     names = {records[j]["Name"] for j in submitted}
     assert len(names) == 1, f"one snakemake run, one SLURM job name: {names}"
     wildcards = wildcards_of(workdir, submitted)
-    # The job that ran again after the cancelled one, for the same case: its attempt 2.
-    retried = {j for j in submitted if submitted[j] == "rule_run_iree" and j != cancelled
-               and wildcards[j] == wildcards[cancelled]}
-    for job, kind in submitted.items():
+    # The job that ran again after the cancelled one, for the same batch: its attempt 2.
+    retried = {j for j in submitted if j != cancelled and wildcards[j] == wildcards[cancelled]}
+    for job in submitted:
         rec = records[job]
-        workload = wildcards[job].removeprefix("host_")
+        sku, batch = wildcards[job].split("_", 1)
+        cases = the_suite.iree_batches[(sku, batch)]
         assert rec["Account"] == ACCOUNT and rec["Partition"] == "benchflow", rec
         assert rec["JobState"] == ("CANCELLED" if job == cancelled else "COMPLETED"), rec
-        if kind == "rule_export":
-            # Wall time from the suite's timeout, memory from the model's size.
-            assert int(rec["TimeLimit"]) == export_runtime_min(timeouts)
-            assert mem_of(rec) == export_mem_mb(the_suite.workloads[workload]), rec
-        if kind == "rule_compile_iree":
-            assert int(rec["TimeLimit"]) == compile_runtime_min(timeouts)
-            assert rec["ProcCnt"] == "4", "profiles/slurm gives compiles 4 CPUs"
-            # Memory from the exported module's size, known once the export ran.
-            mlir = workdir / "results" / "export" / workload / "module.mlirbc"
-            assert mem_of(rec) == mem_request_mb("compile", file_bytes(mlir)), rec
-        if kind == "rule_run_iree":
-            assert int(rec["TimeLimit"]) == run_runtime_min(MEASUREMENT, timeouts)
-            vmfb = workdir / "results" / "compile" / "host" / workload / "module.vmfb"
-            tries = [mem_request_mb("run", file_bytes(vmfb), attempt) for attempt in (1, 2)]
-            assert mem_of(rec) == tries[job in retried], rec
-            # One CPU asked for (set-threads), the whole node granted (--exclusive).
-            assert "cpu=1," in rec["Tres"] and int(rec["ProcCnt"]) == cluster.cpus, rec
+        # Wall time from the suite's timeouts of every stage of its cases, memory from
+        # the largest model's estimated weights, twice as much on the second attempt.
+        assert int(rec["TimeLimit"]) == iree_batch_runtime_min(len(cases), measurement,
+                                                               timeouts)
+        tries = [iree_batch_mem_mb([c.workload for c in cases], attempt) for attempt in (1, 2)]
+        assert mem_of(rec) == tries[job in retried], rec
+        # One CPU asked for (set-threads), the whole node granted (--exclusive).
+        assert "cpu=1," in rec["Tres"] and int(rec["ProcCnt"]) == cluster.cpus, rec
 
 
 def test_timing_jobs_never_shared_the_node(cluster, finished):
@@ -253,7 +241,7 @@ def test_timing_jobs_never_shared_the_node(cluster, finished):
         r = records[job]
         return r["StartTime"], r["EndTime"]
 
-    timing = [j for j, k in submitted.items() if k == "rule_run_iree" and j != cancelled]
+    timing = [j for j, k in submitted.items() if k == "rule_iree_batch" and j != cancelled]
     for t in timing:
         t_start, t_end = span(t)
         for other in submitted:
@@ -269,31 +257,30 @@ def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
     workdir, out, cancelled = finished
     submitted = submissions(out)
     records = cluster.records()
-    assert submitted[cancelled] == "rule_run_iree"
+    assert submitted[cancelled] == "rule_iree_batch"
     assert re.search(rf"SLURM-job '{cancelled}' failed, SLURM status is: 'CANCELLED'", out)
     wildcards = wildcards_of(workdir, submitted)
-    retries = [j for j in submitted if j != cancelled and submitted[j] == "rule_run_iree"
-               and wildcards[j] == wildcards[cancelled]]
+    retries = [j for j in submitted if j != cancelled and wildcards[j] == wildcards[cancelled]]
     assert len(retries) == 1 and int(retries[0]) > int(cancelled), retries
     retry = records[retries[0]]
     assert retry["JobState"] == "COMPLETED"
-    # Attempt 2 asks for twice the memory (workflow/resources.py).
-    vmfb = workdir / "results" / "compile" / "host" / wildcards[cancelled].removeprefix("host_")
-    assert mem_of(records[cancelled]) == mem_request_mb("run", file_bytes(vmfb / "module.vmfb"))
-    assert mem_of(retry) == mem_request_mb("run", file_bytes(vmfb / "module.vmfb"), attempt=2)
+    # Attempt 2 asks for twice the memory (workflow/stages/resources.py).
+    assert mem_of(retry) > mem_of(records[cancelled])
 
     report = json.loads((workdir / "results" / "report.json").read_text())
     cases = {c["workload"]: c for c in report["cases"]}
     assert sorted(cases) == sorted(WORKLOADS)
-    run_jobs = {wildcards[j]: j for j in submitted
-                if submitted[j] == "rule_run_iree" and records[j]["JobState"] == "COMPLETED"}
+    the_suite = load([workdir / "suite.yaml"])
+    batch_of = {c.workload.id: f"{sku}_{batch}"
+                for (sku, batch), cases in the_suite.iree_batches.items() for c in cases}
+    run_jobs = {wildcards[j]: j for j in submitted if records[j]["JobState"] == "COMPLETED"}
     for wid, case in cases.items():
         assert case["status"] == "ok", case
         assert case["timing"]["invocations"] == MEASUREMENT["invocations"]
         assert len(case["timing"]["invocation_medians_ms"]) == MEASUREMENT["invocations"]
         assert case["accuracy"]["allclose"]
         # The case names the SLURM job that measured it.
-        assert case["provenance"].get("slurm_job_id") == run_jobs[f"host_{wid}"], (
+        assert case["provenance"].get("slurm_job_id") == run_jobs[batch_of[wid]], (
             case["provenance"], run_jobs)
 
     # Nothing left to redo: the suite is complete as it stands.

@@ -83,18 +83,22 @@ def test_a_bug_fails_the_job_and_a_tool_failure_is_a_failed_case(tmp_path):
     assert "--iree-no-such-flag" in by_sku["generic"]["error"]
     assert by_sku["host"]["status"] == "ok"
 
-    # A stage JSON our own code cannot read (its `inputs` are gone): the run job raises
-    # KeyError in workflow/, which must fail the job and leave no timing behind.
+    # A stage JSON our own code cannot read (its `inputs` are gone): the batch job's run
+    # stage raises KeyError in workflow/, which must fail the job and leave neither the
+    # case's timing nor its record (nor the batch's list) behind.
     export_json = next((tmp_path / "results/export").glob("*/export.json"))
     meta = json.loads(export_json.read_text())
     del meta["inputs"]
     export_json.write_text(json.dumps(meta))
     timing = next((tmp_path / "results/run/host").glob("iree/*/baseline/timing.json"))
-    proc = snakemake(tmp_path, str(timing.relative_to(tmp_path)), "--configfile", cfg,
-                     "--forcerun", "run_iree", check=False)
+    case = next((tmp_path / "results/cases/host").glob("iree/*/baseline.json"))
+    proc = snakemake(tmp_path, "results/iree/host/b0.json", "--configfile", cfg,
+                     "--forcerun", "iree_batch", check=False)
     assert proc.returncode != 0
     assert "KeyError" in proc.stdout + proc.stderr
-    assert not timing.exists(), "a bug's output must not be cached as a result"
+    assert not timing.exists() and not case.exists(), \
+        "a bug's output must not be cached as a result"
+    assert not (tmp_path / "results/iree/host/b0.json").exists()
 
 
 if __name__ == "__main__":

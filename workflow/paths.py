@@ -27,7 +27,12 @@ RUN_DIR = RESULTS + "/run/{sku}/{backend}/{workload}/{recipe}"
 VERIFY_DIR = RESULTS + "/verify/{sku}/{backend}/{workload}/{recipe}"
 CASE = RESULTS + "/cases/{sku}/{backend}/{workload}/{recipe}.json"
 TORCH_BATCH_DIR = RESULTS + "/torch/{sku}/{backend}/{recipe}/{batch}"
+# An IREE batch job's list of its cases (their records are at CASE, beside the others).
+IREE_BATCH = RESULTS + "/iree/{sku}/{batch}.json"
 REPORT = RESULTS + "/report.json"
+# Interleaved A/B comparisons: one row per pair and workload, then all of them.
+AB_ROW = RESULTS + "/ab/{base}/{new}/{workload}.json"
+AB = RESULTS + "/ab.json"
 GATE = RESULTS + "/gate.json"
 # Rendered from REPORT (workflow.render); PEAK is the machine's measured matmul peak.
 REPORT_MD = RESULTS + "/report.md"
@@ -45,13 +50,14 @@ EXPORT_META = EXPORT_DIR + "/export.json"
 COMPILE_VMFB = COMPILE_DIR + "/module.vmfb"
 COMPILE_META = COMPILE_DIR + "/compile.json"
 # The IREE backend's runs, verifications and case records. A compiled module runs
-# unquantized only, so run_iree and verify_iree make the baseline recipe's files; a case
+# unquantized only, so the run and verify stages make the baseline recipe's files; a case
 # record reads its own recipe's (IREE_RUN_TIMING, IREE_VERIFY_ACCURACY).
 IREE_RUN_TIMING = _fixed(RUN_DIR, backend="iree") + "/timing.json"
 IREE_VERIFY_ACCURACY = _fixed(VERIFY_DIR, backend="iree") + "/accuracy.json"
 IREE_BASELINE_RUN_TIMING = _fixed(IREE_RUN_TIMING, recipe="baseline")
 IREE_BASELINE_VERIFY_ACCURACY = _fixed(IREE_VERIFY_ACCURACY, recipe="baseline")
 IREE_CASE = _fixed(CASE, backend="iree")
+IREE_BASELINE_CASE = _fixed(IREE_CASE, recipe="baseline")
 
 # Targets of the benchmark-file rules (workflow.suite.sharktank): a tree of their own, so
 # that no rule of the export-based pipeline can also produce them.
@@ -63,17 +69,17 @@ BF_COMPILE_VMFB = BF_COMPILE + "/module.vmfb"
 BF_COMPILE_META = BF_COMPILE + "/compile.json"
 BF_RUN_TIMING = BF_RUN + "/timing.json"
 
-# Logs, one per job, under LOGS with the layout of the results they belong to.
-EXPORT_LOG = LOGS + "/export/{workload}.log"
-COMPILE_LOG = LOGS + "/compile/{sku}/{workload}.log"
-RUN_IREE_LOG = LOGS + "/run/{sku}/iree/{workload}.log"
-VERIFY_IREE_LOG = LOGS + "/verify/{sku}/iree/{workload}.log"
-CASE_IREE_LOG = LOGS + "/cases/{sku}/iree/{workload}/{recipe}.log"
+# Logs, one per job, under LOGS; an IREE batch job also keeps one per case, into which
+# the case's stages write one after the other.
+IREE_BATCH_LOG = LOGS + "/iree/{sku}/{batch}.log"
+IREE_CASE_LOG = LOGS + "/iree/{sku}/cases/{workload}.log"
 TORCH_BATCH_LOG = LOGS + "/torch/{sku}/{backend}/{recipe}/{batch}.log"
 BF_COMPILE_LOG = LOGS + "/bench_files/compile/{sku}/{benchmark}.log"
 BF_RUN_LOG = LOGS + "/bench_files/run/{sku}/{benchmark}.log"
 BF_CASE_LOG = LOGS + "/bench_files/cases/{sku}/{benchmark}.log"
 REPORT_LOG = LOGS + "/report.log"
+AB_ROW_LOG = LOGS + "/ab/{base}/{new}/{workload}.log"
+AB_LOG = LOGS + "/ab.log"
 GATE_LOG = LOGS + "/gate.log"
 
 
@@ -85,6 +91,16 @@ def render_log(name: str) -> str:
 def case_path(case) -> str:
     return CASE.format(sku=case.sku, backend=case.backend, workload=case.workload.id,
                        recipe=case.recipe)
+
+
+def ab_row_paths(pairs: dict) -> list[str]:
+    """The A/B rows of suite.ab_pairs ({(base, new): [workload, ...]})."""
+    return [AB_ROW.format(base=b, new=n, workload=w) for (b, n), ws in pairs.items() for w in ws]
+
+
+def iree_batch_path(key: tuple[str, str]) -> str:
+    sku, batch = key
+    return IREE_BATCH.format(sku=sku, batch=batch)
 
 
 def torch_batch_dir(key: tuple[str, str, str, str]) -> str:

@@ -13,7 +13,9 @@ from workflow.records.report import read_report
 def add_parser(sub) -> None:
     from workflow.regression.goldens import DEFAULT_GRANULARITY
 
-    p = sub.add_parser("bless", help="write goldens from a report (dry run without --yes)")
+    p = sub.add_parser("bless", help="write goldens from a report (dry run without --yes); "
+                                     "a compile-only case blesses its dispatch count and "
+                                     "size, no time")
     p.add_argument("--report", required=True, type=Path, nargs="+",
                    help="the report; several: the last is the newest, and every one's "
                         "invocation medians are pooled into the goldens")

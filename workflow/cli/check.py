@@ -33,7 +33,11 @@ def run(args: argparse.Namespace) -> int:
     found = gate.findings(report)
     for f in found:
         print(f"REGRESSED {f.line()}")
-    verdicts = gate.summary(report, found)["time_verdicts"]
+    result = gate.summary(report, found)
+    verdicts = result["time_verdicts"]
+    compile_only = (f"; {result['compile_only']} compile-only case(s) judged on dispatch "
+                    "count and size only (no device: no time)" if result["compile_only"]
+                    else "")
     print(f"{'FAIL' if found else 'ok'}: {len(found)} of {len(report['cases'])} case(s) "
-          f"regressed; time verdicts {verdicts}")
+          f"regressed; time verdicts {verdicts}{compile_only}")
     return 1 if found else 0

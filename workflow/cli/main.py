@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workflow.cli import benchmarks, bless, check, compare, coverage, run, validate
+from workflow.cli import ab, benchmarks, bless, check, compare, coverage, run, validate
 from workflow.cli import list as list_cmd
 from workflow.errors import ConfigError
 
 # The subcommands, in the order `benchflow --help` lists them. Each module's
 # add_parser(sub) adds its parser and sets `func` to the module's run(args) -> int.
-COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, benchmarks)
+COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks)
 
 
 def build_parser() -> argparse.ArgumentParser:

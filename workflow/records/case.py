@@ -10,10 +10,13 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from workflow.records.stage import StageResult
+from workflow.records.stage import NO_DEVICE, UNSUPPORTED, StageResult
 
-SCHEMA_VERSION = "1.0"
-STATUSES = ("ok", "failed", "unsupported", "skipped")
+SCHEMA_VERSION = "1.1"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio
+# compile-only: compiled (dispatches, size, compile seconds, and their goldens judged), not
+# run: the runtime device is absent here (its run and verify stages say no-device).
+COMPILE_ONLY = "compile-only"
+STATUSES = ("ok", "failed", "unsupported", "skipped", COMPILE_ONLY)
 STAGE_ORDER = ("export", "compile", "run", "verify")
 
 
@@ -36,7 +39,10 @@ class Timing:
     min_ms: float
     p90_ms: float
     cv: float
-    ci95_ms: list[float]
+    # The median's order-statistic interval when it reaches 95 % (null: too few
+    # invocations), and its exact coverage; under adaptive invocations the sequential
+    # plan's interval, which holds at ci_level however the stop came about.
+    ci95_ms: list[float] | None
     invocations: int
     # IREE: --benchmark_repetitions of each invocation (its median is over these).
     # Torch: null; torch.utils.benchmark's blocks are not recorded, and the timed
@@ -52,6 +58,15 @@ class Timing:
     # call of blocked_autorange's blocks; training: timed steps). IREE: null (its
     # iteration counts are not recorded).
     calls_per_invocation: int | None = None
+    ci_level: float | None = None
+    # Why measuring stopped: fixed (a fixed count) | width-reached | max-rounds |
+    # time-budget (adaptive invocations, stats/sequential.py).
+    stop_reason: str | None = None
+    # The smallest slowdown the golden gate would flag with 80 % power at this noise,
+    # against a golden of as many invocations; null: none it could flag.
+    mde_ratio: float | None = None
+    # Adaptive invocations: the plan's looks, alpha, target width, budget and method.
+    sequential: dict | None = None
 
 
 @dataclass
@@ -166,6 +181,10 @@ class CaseRecord:
     profile: Profile | None = None
     golden: Golden = field(default_factory=Golden)
     provenance: dict[str, Any] = field(default_factory=dict)
+    # Sections a stage did not measure and why, e.g. a compile-only case's
+    # {"timing": {"status": "unsupported", "reason": "no cuda device here: ..."}, ...};
+    # null when every stage that ran measured its sections.
+    not_measured: dict[str, dict[str, str]] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -205,15 +224,41 @@ SECTIONS = {"graph": Graph, "compile": Compile, "timing": Timing, "memory": Memo
             "accuracy": Accuracy, "profile": Profile}
 
 
+# The sections a stage measures, which a stage not run (no-device) leaves unmeasured.
+STAGE_SECTIONS = {"run": ("timing", "memory"), "verify": ("accuracy",)}
+
+
+def _status(results: list[StageResult]) -> tuple[str, str | None, str | None]:
+    """(status, stage, error) of a case from its stage results in DAG order. The first
+    result that is neither ok nor no-device decides; else stages not run for want of a
+    device after an ok compile make it compile-only (error: the first one's reason), and
+    without an ok compile unsupported (the device is absent and nothing was compiled)."""
+    first_bad = next((r for r in results if not r.ok and r.status != NO_DEVICE), None)
+    if first_bad is not None:
+        return first_bad.status, first_bad.failed_stage, first_bad.error
+    absent = next((r for r in results if r.status == NO_DEVICE), None)
+    if absent is None:
+        return "ok", None, None
+    if any(r.stage == "compile" and r.ok for r in results):
+        return COMPILE_ONLY, None, absent.error
+    return UNSUPPORTED, None, absent.error
+
+
 def assemble(identity: dict, results: list[StageResult], provenance: dict) -> CaseRecord:
     """The one case assembler (IREE, torch and sharktank-file cases): an identity plus
-    stage results in DAG order. The first result that is not ok decides the status;
-    every section an ok stage measured is kept, so a case failed at verify still shows
-    its timing."""
-    first_bad = next((r for r in results if not r.ok), None)
-    rec = CaseRecord(**_identity(identity), status=first_bad.status if first_bad else "ok",
-                     stage=first_bad.failed_stage if first_bad else None,
-                     error=first_bad.error if first_bad else None, provenance=provenance)
+    stage results in DAG order. The first result that is not ok decides the status
+    (stages not run for want of a device: compile-only, see _status); every section an ok
+    stage measured is kept, so a case failed at verify still shows its timing, and the
+    sections of stages not run say so with the reason (`not_measured`)."""
+    status, stage, error = _status(results)
+    rec = CaseRecord(**_identity(identity), status=status, stage=stage, error=error,
+                     provenance=provenance)
+    for r in results:
+        if r.status == NO_DEVICE:
+            rec.not_measured = rec.not_measured or {}
+            for name in STAGE_SECTIONS.get(r.stage, ()):
+                rec.not_measured.setdefault(name, {"status": UNSUPPORTED,
+                                                   "reason": r.error or "no device"})
     flops = None
     for r in results:
         if not r.ok:

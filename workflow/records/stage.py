@@ -14,14 +14,19 @@ from typing import Any
 from workflow.records.storage import read_json, write_json
 
 OK, FAILED, UNSUPPORTED = "ok", "failed", "unsupported"
+# Not run: the stage's runtime device does not exist on the machine that would measure
+# (tools.device_absent_reason); `error` is that reason. After an ok compile, the case
+# assembler makes the case `compile-only` (records/case.py).
+NO_DEVICE = "no-device"
 _OWN = ("stage", "status", "failed_stage", "error", "started_at", "finished_at")
 
 
 @dataclass
 class StageResult:
     stage: str
-    status: str = OK                 # ok | failed | unsupported
+    status: str = OK                 # ok | failed | unsupported | no-device
     failed_stage: str | None = None  # the stage that failed: this one or one upstream
+    #                                  (no-device: the stage that was not run)
     error: str | None = None         # the tool's own words (first lines), or the reason
     data: dict[str, Any] = field(default_factory=dict)
     started_at: str | None = None

@@ -29,7 +29,25 @@ def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
         golden_file = golden_file[0] if golden_file else None
     ref = goldens.lookup(case["id"], golden_file, file_goldens, file_source)
-    return asdict(Golden(**verdict.judge(case, ref, verdict.Settings.from_config(gate_config))))
+    judged = verdict.judge(case, ref, verdict.Settings.from_config(gate_config))
+    if case.get("status") == goldens.COMPILE_ONLY and ref is not None:
+        judged = _compile_only(case, ref, judged)
+    return asdict(Golden(**judged))
+
+
+def _compile_only(case: dict, ref: verdict.GoldenRef, judged: dict) -> dict:
+    """A compile-only case (its device is absent here) is judged on what it measured, its
+    dispatch count and binary size; a golden time is not a regression: the time was not
+    measured here, and the reason says so."""
+    why = " ".join((case.get("error") or "no device here").split())
+    if ref.median_ms is not None:
+        reason = (f"compile-only: time not measured here ({why}); the golden time "
+                  f"{ref.median_ms:g} ms is not judged, dispatch count and size are")
+    else:
+        reason = (f"compile-only: time not measured here ({why}); dispatch count and size "
+                  "judged")
+    return {**judged, "verdict": verdict.NO_GOLDEN, "ratio": None, "p_value": None,
+            "test": None, "reason": reason}
 
 
 def golden_input(directory: str, sku: str) -> list[str]:
@@ -106,8 +124,11 @@ def summary(report: dict, found: list[Finding]) -> dict:
     for case in report["cases"]:
         v = (case.get("golden") or {}).get("verdict", verdict.NO_GOLDEN)
         counts[v] = counts.get(v, 0) + 1
+    compile_only = sum(c.get("status") == goldens.COMPILE_ONLY for c in report["cases"])
     return {"passed": not found, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "cases": len(report["cases"]), "time_verdicts": counts,
+            # Judged on dispatch count and binary size only (no device: no time).
+            "compile_only": compile_only,
             "regressed": [{"id": f.case_id, "aspects": f.aspects, "detail": f.detail}
                           for f in found]}
 

@@ -98,6 +98,7 @@ def check_dir(directory: str | Path, skus) -> list[str]:
 
 
 def ref_from_entry(entry: dict, source: str) -> GoldenRef:
+    """A golden file's entry; a compile-only one has no time (median_ms null)."""
     return GoldenRef(source=source, median_ms=entry["median_ms"],
                      invocation_medians_ms=tuple(entry["invocation_medians_ms"]),
                      tolerance=entry.get("tolerance"), dispatch_count=entry["dispatch_count"],
@@ -140,23 +141,44 @@ def round_up(n: int, granularity: int) -> int:
     return int(math.ceil(n / granularity) * granularity)
 
 
+COMPILE_ONLY = "compile-only"
+
+
+def blessable(case: dict) -> bool:
+    """A case whose figures can be goldens: ok with a timing, or compile-only with its
+    compile section (dispatch count and size, no time)."""
+    if case["status"] == COMPILE_ONLY:
+        return bool(case.get("compile"))
+    return case["status"] == "ok" and bool(case.get("timing"))
+
+
 def entry_from_case(case: dict, report: dict, report_path: str, granularity: int,
                     now: str, earlier: list[dict] = ()) -> dict:
     """A golden from a case; `earlier` are the same case's records in earlier reports,
     whose invocation medians are pooled in: invocations of one run share the machine's
     state of that moment, so a golden from several runs also holds the drift between
-    runs, which the test must not mistake for a change of the code."""
-    t, comp = case["timing"], case.get("compile") or {}
+    runs, which the test must not mistake for a change of the code. A compile-only case
+    gives a golden of its dispatch count and size only (`compile_only`, no time)."""
+    comp = case.get("compile") or {}
     size = comp.get("binary_bytes")
     prov = report.get("provenance", {})
-    medians = [x for c in earlier for x in c["timing"]["invocation_medians_ms"]]
-    medians += t["invocation_medians_ms"]
-    pooled = bool(earlier)
+    if case["status"] == COMPILE_ONLY:
+        time_fields = {"median_ms": None, "invocation_medians_ms": [], "cv": None,
+                       "noisy": False, "compile_only": True}
+        earlier = []
+    else:
+        t = case["timing"]
+        medians = [x for c in earlier for x in c["timing"]["invocation_medians_ms"]]
+        medians += t["invocation_medians_ms"]
+        pooled = bool(earlier)
+        time_fields = {
+            "median_ms": stats.median(medians) if pooled else t["median_ms"],
+            "invocation_medians_ms": medians,
+            "cv": stats.cv(medians) if pooled else t["cv"],
+            "noisy": bool(t.get("noisy")) or any(c["timing"].get("noisy") for c in earlier),
+        }
     return {
-        "median_ms": stats.median(medians) if pooled else t["median_ms"],
-        "invocation_medians_ms": medians,
-        "cv": stats.cv(medians) if pooled else t["cv"],
-        "noisy": bool(t.get("noisy")) or any(c["timing"].get("noisy") for c in earlier),
+        **time_fields,
         "dispatch_count": comp.get("dispatch_count"),
         "binary_bytes": round_up(size, granularity) if size is not None else None,
         "binary_bytes_measured": size,
@@ -193,7 +215,7 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
             continue
         if cases and not fnmatch.fnmatchcase(case["id"], cases):
             continue
-        if case["status"] != "ok" or not case.get("timing"):
+        if not blessable(case):
             plan.skipped.append((case["id"], f"status {case['status']} at {case['stage']}"))
             continue
         path = str(golden_path(directory, case["sku"]))
@@ -217,15 +239,26 @@ def describe(plan: BlessPlan) -> list[str]:
         size = (f"size {new['binary_bytes']} B ({new['binary_bytes_measured']} B rounded up "
                 f"to {new['size_granularity']})" if new["binary_bytes"] is not None
                 else "size n/a")
-        now = (f"median {new['median_ms']:.4g} ms (cv {new['cv']:.1%}, "
-               f"{len(new['invocation_medians_ms'])} invocations of {new['runs']} run(s)), "
-               f"dispatch {new['dispatch_count']}, {size}")
+        if new.get("compile_only"):
+            timed = "compile-only: no time (not measured where its device was absent)"
+        else:
+            timed = (f"median {new['median_ms']:.4g} ms (cv {new['cv']:.1%}, "
+                     f"{len(new['invocation_medians_ms'])} invocations of {new['runs']} "
+                     "run(s))")
+        now = f"{timed}, dispatch {new['dispatch_count']}, {size}"
         if old is None:
             lines.append(f"  + {cid} [{path}]: {now}")
         else:
-            change = new["median_ms"] / old["median_ms"] - 1
-            lines.append(f"  ~ {cid} [{path}]: median {old['median_ms']:.4g} -> "
-                         f"{new['median_ms']:.4g} ms ({change:+.1%}), dispatch "
+            if new["median_ms"] is not None and old["median_ms"] is not None:
+                change = new["median_ms"] / old["median_ms"] - 1
+                median = (f"median {old['median_ms']:.4g} -> {new['median_ms']:.4g} ms "
+                          f"({change:+.1%})")
+            elif new["median_ms"] is None and old["median_ms"] is not None:
+                median = (f"median {old['median_ms']:.4g} ms -> none (compile-only: the time "
+                          "golden is dropped)")
+            else:
+                median = f"median {_ms(old['median_ms'])} -> {_ms(new['median_ms'])}"
+            lines.append(f"  ~ {cid} [{path}]: {median}, dispatch "
                          f"{old['dispatch_count']} -> {new['dispatch_count']}, size "
                          f"{old['binary_bytes']} -> {new['binary_bytes']} B")
         if new["noisy"]:
@@ -233,6 +266,10 @@ def describe(plan: BlessPlan) -> list[str]:
     for cid, why in plan.skipped:
         lines.append(f"  - {cid}: not blessed ({why})")
     return lines
+
+
+def _ms(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g} ms"
 
 
 def write_plan(plan: BlessPlan) -> None:
@@ -250,7 +287,7 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
     for case in report["cases"]:
         prov = case.get("provenance") or {}
         path, key = prov.get("benchmark_file"), prov.get("golden_key")
-        if not path or case["status"] != "ok" or not case.get("timing"):
+        if not path or not blessable(case):
             continue
         if (sku and case["sku"] != sku) or (cases and not fnmatch.fnmatchcase(case["id"], cases)):
             continue
@@ -262,7 +299,9 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
                                    f"file (case {case['id']}): {exc}"]) from None
         data = edits[path]
         comp = case.get("compile") or {}
-        new = {"golden_time_ms": round(case["timing"]["median_ms"], 6),
+        # A compile-only case: its dispatch count and size; the file's time stays.
+        new = {"golden_time_ms": round(case["timing"]["median_ms"], 6)
+               if case.get("timing") else None,
                "golden_dispatch": comp.get("dispatch_count"),
                "golden_size": round_up(comp["binary_bytes"], granularity)
                if comp.get("binary_bytes") is not None else None}

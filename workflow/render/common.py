@@ -16,9 +16,13 @@ INDUCTOR = "torch-inductor"
 BASELINE = "baseline"
 
 # Reader-facing status: the record's status, with `ok` split into ok and degraded.
-SYMBOLS = {"ok": "✅", "degraded": "🚧", "failed": "✘", "unsupported": "⊘", "skipped": "⏭"}
+# compile-only: compiled (dispatches, size, compile time judged), not run: no device here.
+COMPILE_ONLY = "compile-only"
+SYMBOLS = {"ok": "✅", "degraded": "🚧", "failed": "✘", "unsupported": "⊘", "skipped": "⏭",
+           COMPILE_ONLY: "⚙"}
 # Regressions first, then failures, then accuracy losses: what a reader acts on first.
-_ORDER = {"regression": 0, "failed": 1, "degraded": 2, "unsupported": 3, "skipped": 4, "ok": 5}
+_ORDER = {"regression": 0, "failed": 1, "degraded": 2, "unsupported": 3, "skipped": 4,
+          COMPILE_ONLY: 5, "ok": 6}
 _VERDICT_KEYS = (("verdict", "time"), ("dispatch_verdict", "dispatch count"),
                  ("size_verdict", "binary size"))
 
@@ -53,8 +57,10 @@ def accuracy_problem(case: dict) -> str | None:
 
 
 def status(case: dict) -> str:
-    """ok | degraded | failed | unsupported | skipped. Degraded: it ran, but its accuracy
-    is below its threshold or the golden comparison found a regression."""
+    """ok | degraded | failed | unsupported | skipped | compile-only. Degraded: it ran, but
+    its accuracy is below its threshold or the golden comparison found a regression (a
+    compile-only case stays compile-only; its dispatch or size regression is listed with
+    the regressions)."""
     if case["status"] != "ok":
         return case["status"]
     return "degraded" if regressions(case) or accuracy_problem(case) else "ok"
@@ -231,6 +237,20 @@ def verdict_text(case: dict) -> str:
 def skipped(cases: list[dict]) -> list[dict]:
     """The skipped cases, by id: every one is shown with its reason, never dropped."""
     return sorted((x for x in cases if x["status"] == "skipped"), key=lambda x: x["id"])
+
+
+def compile_only(cases: list[dict]) -> list[dict]:
+    """The compile-only cases, by id: each is shown with why it was not run."""
+    return sorted((x for x in cases if x["status"] == COMPILE_ONLY), key=lambda x: x["id"])
+
+
+def not_measured(case: dict, name: str) -> str | None:
+    """'unsupported: <reason>' for a section a stage did not measure (a compile-only case's
+    timing and accuracy), None when it was measured or simply is absent."""
+    entry = (case.get("not_measured") or {}).get(name)
+    if not entry:
+        return None
+    return f"{entry.get('status', 'unsupported')}: {' '.join(entry.get('reason', '').split())}"
 
 
 def skip_reason(case: dict) -> str:

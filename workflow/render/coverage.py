@@ -7,7 +7,11 @@ backend. Pure functions over a report dict (results/report.json, or a `benchflow
 A model *passes* a backend when at least one of its cases there is `ok`, none
 `failed`, and none measured inaccurate (accuracy.accurate false). Cases `unsupported`
 or `skipped` count against nothing: a model whose cases on a backend are all such is
-reported with that status and is not counted among that backend's models.
+reported with that status and is not counted among that backend's models. Cases
+`compile-only` (compiled here, not run: their device is absent) count as compiled, never
+as failed nor as run: a model with compile-only cases on a backend and none ok, failed
+or inaccurate is reported `compile-only`, and is not counted among that backend's models
+either.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 from collections import Counter
 
 PASS, FAILED, INACCURATE = "pass", "failed", "inaccurate"
+COMPILE_ONLY = "compile-only"
 # Stages before which nothing is compiled: a case failed there never reached a backend.
 BEFORE_COMPILED = {"export", "compile", "setup"}
 
 
 def _compiled(case: dict) -> bool:
     """The case got through export and its backend's compile step (torch-eager has none)."""
-    if case["status"] == "ok":
+    if case["status"] in ("ok", COMPILE_ONLY):
         return True
     return case["status"] == "failed" and case.get("stage") not in BEFORE_COMPILED
 
@@ -37,6 +42,8 @@ def _backend_status(cases: list[dict]) -> dict:
         status = INACCURATE
     elif statuses["ok"]:
         status = PASS
+    elif statuses[COMPILE_ONLY]:
+        status = COMPILE_ONLY  # compiled, never run here: not a pass, not a failure
     else:  # every case unsupported or skipped
         status = "unsupported" if statuses["unsupported"] else "skipped"
     first = (failed or inaccurate or [c for c in cases if c["status"] != "ok"] or [None])[0]
@@ -47,6 +54,7 @@ def _backend_status(cases: list[dict]) -> dict:
         "failed": statuses["failed"],
         "unsupported": statuses["unsupported"],
         "skipped": statuses["skipped"],
+        "compile_only": statuses[COMPILE_ONLY],
         "compiled": sum(_compiled(c) for c in cases),
         "ran": sum(c.get("timing") is not None for c in cases),
         "inaccurate": len(inaccurate),
@@ -63,7 +71,8 @@ def model_coverage(report: dict) -> dict:
 
     models[m]["ops"]: aten op -> count, over the model's workloads (the largest count any
     one workload has; workloads are counted once however many SKUs ran them);
-    models[m]["backends"][b]: status (pass | failed | inaccurate | unsupported | skipped)
+    models[m]["backends"][b]: status (pass | failed | inaccurate | unsupported | skipped |
+    compile-only)
     with case counts (compiled, ran, ...); passing[b]: {"models", "passing"}, where
     `models` counts the models with a case on b that is not unsupported or skipped.
     """
@@ -110,7 +119,8 @@ def format_coverage(cov: dict, ops: bool = False) -> str:
             if s is None:
                 cells.append("-")
                 continue
-            cell = f"{s['status']} {s['ok']}/{s['cases']}"
+            done = s["compile_only"] if s["status"] == COMPILE_ONLY else s["ok"]
+            cell = f"{s['status']} {done}/{s['cases']}"
             if s["status"] == FAILED:
                 cell += " (" + ", ".join(sorted(s["failed_stages"])) + ")"
             cells.append(cell)

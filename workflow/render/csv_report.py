@@ -90,6 +90,9 @@ def own_columns(case: dict, index: c.Index, peak: dict | None) -> dict:
         "golden_ratio": golden.get("ratio"), "golden_p_value": golden.get("p_value"),
         "dispatch_verdict": golden.get("dispatch_verdict"),
         "size_verdict": golden.get("size_verdict"),
+        # Sections not measured and why (a compile-only case: timing, memory, accuracy).
+        "timing_not_measured": c.not_measured(case, "timing"),
+        "accuracy_not_measured": c.not_measured(case, "accuracy"),
     }
 
 

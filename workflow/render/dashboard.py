@@ -1,5 +1,8 @@
 """results/dashboard.json: PyTorch OSS benchmark database v3 records, one per metric of a
-case that produced it (failed cases have no numbers and no records).
+case that produced it (failed cases have no numbers and no records). A compile-only case
+(compiled here, not run: its device is absent) gives its compile metrics only (compile
+time, dispatch count, binary size), never a latency, with the CPU that compiled it as
+its runner.
 
 Field names follow pytorch/test-infra's oss_ci_benchmark_v3 table: benchmark {name, mode,
 dtype, extra_info}, model {name, type, backend, origins, extra_info}, inputs, dependencies
@@ -70,7 +73,10 @@ GPU_RUNNERS = {"cuda": "cuda", "hip": "rocm", "rocm": "rocm"}
 
 
 def gpu_runner(case: dict) -> str | None:
-    """'cuda' or 'rocm' for a case that ran on a GPU, None for a CPU case."""
+    """'cuda' or 'rocm' for a case that ran on a GPU, None for a CPU case (and for a
+    compile-only case: nothing ran on its GPU, the CPU compiled it)."""
+    if case.get("status") == c.COMPILE_ONLY:
+        return None
     device = case.get("device") or "cpu"
     if device in GPU_RUNNERS:
         return GPU_RUNNERS[device]
@@ -119,7 +125,7 @@ def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, str]]
     golden = c.section(case, "golden")
     speedups = c.speedups(case)
     out = []
-    if timing:
+    if timing and case.get("status") == "ok":  # a compile-only case claims no timing
         out.append(("latency median (ms)", timing["invocation_medians_ms"],
                     golden.get("value_ms") or 0.0, "ms"))
     candidates = (
@@ -143,7 +149,7 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
     cpu_arch = prov.get("host", {}).get("cpu_model") or "unknown"
     out = []
     for case in report["cases"]:
-        if case["status"] != "ok":
+        if case["status"] not in ("ok", c.COMPILE_ONLY):
             continue
         run = [runner(prov, case)]
         # The CPU model, or a GPU case's GPU where it is known (torchao's arch).
@@ -162,6 +168,10 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
                 "noisy": c.section(case, "timing").get("noisy"),
                 "golden_verdict": c.section(case, "golden").get("verdict"),
                 "report_status": c.status(case),
+                # A compile-only case: the device it targets and why it was not timed.
+                "target_device": (c.section(case, "provenance").get("iree_device")
+                                  if case["status"] == c.COMPILE_ONLY else None),
+                "not_measured": c.not_measured(case, "timing"),
             }),
         }
         model = {

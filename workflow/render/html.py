@@ -35,6 +35,8 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
         ("Backend", "txt", lambda x: x["backend"]),
         ("Recipe", "txt", lambda x: x["recipe"]),
         ("Median ms", "num", timing("median_ms")),
+        # Why a compile-only case has no time ("unsupported: no cuda device here: ...").
+        ("Not measured", "txt", lambda x: c.not_measured(x, "timing") or ""),
         ("95% CI ms", "txt", ci),
         ("CV", "num", timing("cv")),
         ("Eager ms", "num", index.eager_ms),
@@ -72,6 +74,16 @@ def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[str, st
     return header, "\n".join(rows)
 
 
+def _reasons_list(cases: list[dict], title: str, css: str, note: str) -> str:
+    """A titled list of cases with why each did not run ("" when there are none)."""
+    if not cases:
+        return ""
+    lines = [f"<li><code>{escape(x['id'])}</code>: {escape(c.skip_reason(x))}</li>"
+             for x in cases]
+    return (f'\n<h3>{title} ({len(cases)})</h3>\n<p class="note">{note}</p>'
+            f'\n<ul class="{css}">\n' + "\n".join(lines) + "\n</ul>")
+
+
 def attention(cases: list[dict]) -> str:
     items = []
     for x in c.ordered(cases):
@@ -86,13 +98,13 @@ def attention(cases: list[dict]) -> str:
         items.append(f"<li><code>{escape(x['id'])}</code>: {escape(why)}</li>")
     html = ('<ul class="attention">\n' + "\n".join(items) + "\n</ul>" if items
             else "<p>No regressions, failures or accuracy losses.</p>")
-    skipped = c.skipped(cases)
-    if skipped:
-        lines = [f"<li><code>{escape(x['id'])}</code>: {escape(c.skip_reason(x))}</li>"
-                 for x in skipped]
-        html += (f'\n<h3>Skipped ({len(skipped)})</h3>\n<p class="note">Cases that cannot '
-                 "run here (a benchmark file's device, chip or absent files), with why:</p>"
-                 '\n<ul class="skipped">\n' + "\n".join(lines) + "\n</ul>")
+    html += _reasons_list(c.skipped(cases), "Skipped", "skipped",
+                          "Cases that cannot run here (a benchmark file's device, chip or "
+                          "absent files), with why:")
+    html += _reasons_list(c.compile_only(cases), "Compile-only", "compile-only",
+                          "Compiled here, their dispatch count, binary size and compile time "
+                          "judged against their goldens; not run (no time, no accuracy) "
+                          "because their device is absent here:")
     return html
 
 

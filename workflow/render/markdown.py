@@ -24,7 +24,10 @@ COLUMNS = (
     ("Status", "✅ ran and is within its accuracy threshold with no golden regression; "
                "🚧 ran but is degraded: accuracy below its threshold (`accuracy.accurate` "
                "false or PCC below `min_pcc`) or a golden regression (time, dispatch count "
-               "or binary size); ✘ failed (the stage is named); ⊘ unsupported; ⏭ skipped."),
+               "or binary size); ✘ failed (the stage is named); ⊘ unsupported; ⏭ skipped; "
+               "⚙ compile-only: compiled here (dispatches, binary size and compile time, "
+               "judged against their goldens) but not run, its device being absent here "
+               "(listed with why; its time and accuracy are unsupported there)."),
     ("Aten ops before (unique)", "aten ops in the exported graph before any lowering; in "
                                  "parentheses the number of distinct ops."),
     ("IREE dispatches", "dispatches in the compiled IREE module (IREE cases only)."),
@@ -32,13 +35,17 @@ COLUMNS = (
                   "call."),
     ("Eager ms", "median latency of torch-eager on the same SKU, workload and recipe."),
     ("Backend ms [95% CI]", "this case's median latency in milliseconds, the median of its "
-                            "invocation medians, and the 95% interval of that median."),
+                            "invocation medians, and the 95% interval of that median "
+                            "(none below 6 invocations, where no interval reaches 95%)."),
     ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager."),
     ("Accuracy (PCC)", "Pearson correlation of the outputs with the fp32 eager reference "
                        "(1 is identical)."),
     ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
                        "inconclusive or no-golden, with median / golden ratio; dispatch-count "
-                       "and size verdicts when they are not pass."),
+                       "and size verdicts when they are not pass; then `detects ≥×R`, the "
+                       "smallest slowdown the gate would have caught with 80 % power at this "
+                       "case's noise (`timing.mde_ratio`): a pass says nothing about smaller "
+                       "changes."),
 )
 
 
@@ -65,12 +72,23 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
     graph, comp = c.section(case, "graph"), c.section(case, "compile")
     ops = (f"{graph['aten_ops']} ({graph['aten_ops_unique']})" if graph else "—")
     speedup = c.speedups(case)["vs_eager"]
+    # A section not measured (a compile-only case's time and accuracy) says so; the reason
+    # is listed under Compile-only.
+    timing = "⊘ unsupported" if c.not_measured(case, "timing") else c.interval_text(case)
+    pcc = ("⊘ unsupported" if c.not_measured(case, "accuracy")
+           else c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"))
     return [case["model"], case["config"], case["dtype"], c.shape_text(case),
             case["backend"], case["recipe"], case["sku"], status_cell(case), ops,
             c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
-            c.fmt(index.eager_ms(case)), c.interval_text(case),
+            c.fmt(index.eager_ms(case)), timing,
             c.fmt(speedup, ".3g") + ("×" if speedup is not None else ""),
-            c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"), c.verdict_text(case)]
+            pcc, c.verdict_text(case) + mde_text(case)]
+
+
+def mde_text(case: dict) -> str:
+    """The minimum detectable effect of the case's golden comparison, where known."""
+    mde = (c.section(case, "timing") or {}).get("mde_ratio")
+    return f" · detects ≥×{mde:.3g}" if mde else ""
 
 
 def attention(cases: list[dict]) -> str:
@@ -95,6 +113,13 @@ def attention(cases: list[dict]) -> str:
         lines = [f"- `{x['id']}`: {cell(c.skip_reason(x))}" for x in skipped]
         text += (f"\n\n### Skipped ({len(skipped)})\n\nCases that cannot run here (a "
                  "benchmark file's device, chip or absent files), with why:\n\n"
+                 + "\n".join(lines))
+    compiled = c.compile_only(cases)
+    if compiled:
+        lines = [f"- `{x['id']}`: {cell(c.skip_reason(x))}" for x in compiled]
+        text += (f"\n\n### Compile-only ({len(compiled)})\n\nCompiled here, their dispatch "
+                 "count, binary size and compile time judged against their goldens; not "
+                 "run (no time, no accuracy) because their device is absent here:\n\n"
                  + "\n".join(lines))
     return text
 
@@ -124,6 +149,8 @@ def backend_status(cases: list[dict], op: str) -> str:
         return "⊘"
     if all(x["status"] == "skipped" for x in cases):
         return "⏭"
+    if all(x["status"] in ("skipped", c.COMPILE_ONLY) for x in cases):
+        return c.SYMBOLS[c.COMPILE_ONLY]  # compiled, never run here
     return "✅"
 
 
@@ -153,19 +180,22 @@ def op_tables(cases: list[dict]) -> str:
 
 def passing_table(cases: list[dict]) -> str:
     """Per backend: models whose every supported case is ✅ ok (unsupported combinations,
-    e.g. a torchao recipe on IREE, are not failures), and the case counts."""
+    e.g. a torchao recipe on IREE, are not failures; compile-only cases did not run, so
+    they neither pass nor fail a model, and have their own column), and the case counts."""
     rows = []
     for b in sorted({x["backend"] for x in cases}):
         mine = [x for x in cases if x["backend"] == b]
-        tried = [x for x in mine if x["status"] not in ("unsupported", "skipped")]
+        tried = [x for x in mine
+                 if x["status"] not in ("unsupported", "skipped", c.COMPILE_ONLY)]
         models = {model_key(x) for x in tried}
         passing = {m for m in models
                    if all(c.status(x) == "ok" for x in tried if model_key(x) == m)}
         n = c.counts(mine)
         rows.append([b, f"{len(passing)} / {len(models)}", f"{n['ok']} / {len(mine)}",
-                     str(n["degraded"]), str(n["failed"]), str(n["unsupported"])])
+                     str(n["degraded"]), str(n["failed"]), str(n["unsupported"]),
+                     str(n[c.COMPILE_ONLY])])
     return table(["backend", "models passing", "cases ✅ ok", "🚧 degraded", "✘ failed",
-                  "⊘ unsupported"], rows)
+                  "⊘ unsupported", "⚙ compile-only"], rows)
 
 
 def render(report: dict, source: str = "results/report.json") -> str:

@@ -1,6 +1,7 @@
-"""The case step: stage results -> one judged case record on disk. IREE cases and
-sharktank benchmark-file cases come through here; torch cases are assembled by their
-batch job and judged at aggregation (stages/report.py), with the same judge."""
+"""The case step: stage results -> one judged case record on disk. IREE case jobs
+(stages/iree.case_job) and sharktank benchmark-file cases come through here; torch cases
+are assembled by their batch job. The report step judges IREE and torch cases again
+(stages/report.py), with the same judge."""
 
 from __future__ import annotations
 
@@ -26,12 +27,6 @@ def write_case(*, case: str, identity: dict, sku: dict, stages: list[str],
     data["golden"] = golden_section(data, goldens or None, gate, file_goldens, file_source)
     write_json(case, data)
     return data
-
-
-def case_iree(*, identity: dict, sku: dict, export: str, compiled: str, run: str, verify: str,
-              case: str, goldens: str | list | None = None, gate: dict | None = None) -> dict:
-    return write_case(case=case, identity=identity, sku=sku,
-                      stages=[export, compiled, run, verify], goldens=goldens, gate=gate)
 
 
 def case_benchmark_file(*, identity: dict, sku: dict, compiled: str, run: str, case: str,

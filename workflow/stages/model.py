@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from workflow.errors import StageError
-from workflow.records.stage import FAILED, StageResult
+from workflow.records.stage import FAILED, NO_DEVICE, StageResult
 from workflow.records.storage import touch_empty
 
 
@@ -46,5 +46,17 @@ def run_stage(stage: str, meta_path: str, artifacts: list[str], upstream: list[s
         for art in artifacts:
             touch_empty(art)
     result.finished_at = now_iso()
+    result.write(meta_path)
+    return result
+
+
+def not_run(stage: str, meta_path: str, upstream: list[str], reason: str) -> StageResult | None:
+    """The stage result of a stage not run because its device is absent (`reason`), written
+    to meta_path; None when an upstream stage is not ok (run_stage records that instead)."""
+    if not all(StageResult.read(up).ok for up in upstream):
+        return None
+    result = StageResult(stage=stage, status=NO_DEVICE, failed_stage=stage, error=reason,
+                         started_at=now_iso())
+    result.finished_at = result.started_at
     result.write(meta_path)
     return result

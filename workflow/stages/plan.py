@@ -58,21 +58,20 @@ def check_goldens(suite: Suite) -> None:
         raise Refused("invalid golden files", problems)
 
 
-def report_case_paths(suite: Suite, bench) -> list[str]:
-    """The case records the report step reads: every IREE case's, then those of the
-    suite's benchmark files (`bench`, from attach_benchmark_files)."""
-    from workflow.paths import case_path
+def bench_case_paths(bench) -> list[str]:
+    """The case records of the suite's benchmark files (`bench`, from
+    attach_benchmark_files), judged in their own cheap case step."""
     from workflow.suite.sharktank import case_paths
 
-    return [case_path(c) for c in suite.iree_cases] + case_paths(bench)
+    return case_paths(bench)
 
 
-def torch_golden_inputs(suite: Suite) -> list[str]:
-    """Golden files of the SKUs with torch cases: the report step judges those cases
-    (cheap) instead of their batch jobs, so blessing goldens never re-measures."""
+def report_golden_inputs(suite: Suite) -> list[str]:
+    """Golden files of the SKUs with IREE or torch cases: the report step judges those
+    cases (cheap) instead of their measuring jobs, so blessing never re-measures."""
     from workflow.regression.gate import golden_input
 
-    skus = sorted({key[0] for key in suite.torch_batches})
+    skus = sorted({c.sku for c in suite.iree_cases} | {key[0] for key in suite.torch_batches})
     return [g for sku in skus for g in golden_input(suite.config["goldens"]["dir"], sku)]
 
 
@@ -129,3 +128,23 @@ def package_version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "not-installed"
+
+
+def iree_batch_plan(suite: Suite, sku: str, batch: str) -> list[dict]:
+    """What an IREE batch job measures, also its params: a changed case reruns its batch
+    (whose job then re-measures that case only)."""
+    return [{"spec": c.workload.export_spec(), "identity": c.identity()}
+            for c in suite.iree_batches[(sku, batch)]]
+
+
+def sku_settings(suite: Suite, sku: str) -> dict:
+    """The parts of a SKU that decide its results (its compile flags, device and
+    measurement protocol): a rule param, so changing them reruns that SKU's jobs only.
+    The description is left out: rewording it re-measures nothing."""
+    return {k: v for k, v in suite.sku(sku).items() if k != "description"}
+
+
+def ab_batch_inputs(suite: Suite, base: str, new: str, workload: str) -> list[tuple[str, str]]:
+    """The IREE batches (sku, batch) that hold the workload's cases of both SKUs."""
+    return [key for key, cases in suite.iree_batches.items()
+            if key[0] in (base, new) and any(c.workload.id == workload for c in cases)]

@@ -8,6 +8,7 @@ import json
 
 from workflow.backends import peak
 from workflow.records.storage import read_json, write_json, write_text
+from workflow.render import ab as ab_render
 from workflow.render import csv_report, dashboard, html, markdown
 
 
@@ -21,8 +22,17 @@ def measure_peak(out: str) -> dict:
     return result
 
 
-def render_markdown(report: str, out: str) -> None:
-    write_text(out, markdown.render(read_json(report), source=report))
+def _ab(ab_path) -> dict | None:
+    """results/ab.json when the suite has A/B pairs (a Snakemake input that may be a list)."""
+    if isinstance(ab_path, list | tuple):
+        ab_path = ab_path[0] if ab_path else None
+    return read_json(ab_path) if ab_path else None
+
+
+def render_markdown(report: str, out: str, ab_path: str | None = None) -> None:
+    text = markdown.render(read_json(report), source=report)
+    ab = _ab(ab_path)
+    write_text(out, text + (ab_render.markdown(ab) if ab else ""))
 
 
 def render_csv(report: str, out: str, peak_path: str | None = None) -> None:
@@ -35,5 +45,10 @@ def render_dashboard(report: str, out: str, peak_path: str | None = None) -> Non
     write_text(out, json.dumps(records, indent=1, allow_nan=False) + "\n")
 
 
-def render_html(report: str, out: str, peak_path: str | None = None) -> None:
-    write_text(out, html.render(read_json(report), _peak(peak_path)))
+def render_html(report: str, out: str, peak_path: str | None = None,
+                ab_path: str | None = None) -> None:
+    page = html.render(read_json(report), _peak(peak_path))
+    ab = _ab(ab_path)
+    if ab:
+        page = page.replace("</body>", ab_render.html(ab) + "</body>", 1)
+    write_text(out, page)

@@ -158,25 +158,30 @@ def fallback_params() -> int:
     return _bert("large", (1, 512), None)
 
 
+def _fp32_weight_bytes(workload) -> int:
+    params = param_estimate(workload.model, workload.config, workload.shape, workload.layers)
+    return (fallback_params() if params is None else params) * BYTES_PER_ELEMENT["f32"]
+
+
 def export_mem_mb(workload, attempt: int = 1) -> int:
     """MiB for exporting `workload` (a suite Workload: model, config, shape, layers);
     export builds the fp32 module whatever the workload's dtype."""
-    params = param_estimate(workload.model, workload.config, workload.shape, workload.layers)
-    if params is None:
-        params = fallback_params()
-    return mem_request_mb("export", params * BYTES_PER_ELEMENT["f32"], attempt)
+    return mem_request_mb("export", _fp32_weight_bytes(workload), attempt)
 
 
-def export_runtime_min(timeouts: dict) -> int:
-    return runtime_min(timeouts["export_s"])
+def iree_batch_mem_mb(workloads, attempt: int = 1) -> int:
+    """MiB for an IREE batch job: the largest stage of its largest case (one stage runs
+    at a time), with the weights estimated before the module exists (the export's fp32
+    estimate also bounds the module the later stages load, whatever its dtype)."""
+    weights = max(map(_fp32_weight_bytes, workloads))
+    return max(mem_request_mb(stage, weights, attempt) for stage in STAGE_MEMORY)
 
 
-def compile_runtime_min(timeouts: dict) -> int:
-    return runtime_min(timeouts["compile_s"])
-
-
-def verify_runtime_min(timeouts: dict) -> int:
-    return runtime_min(timeouts["verify_s"])
+def iree_batch_runtime_min(cases: int, measurement: dict, timeouts: dict) -> int:
+    """The worst case of an IREE batch job: every stage of every case at its timeout."""
+    per_case = (timeouts["export_s"] + timeouts["compile_s"] + timeouts["verify_s"]
+                + _run_seconds(measurement, timeouts))
+    return runtime_min(cases * per_case)
 
 
 def torch_batch_mem_mb(workloads, attempt: int = 1) -> int:
@@ -199,8 +204,27 @@ def torch_batch_runtime_min(cases: int, measurement: dict, timeouts: dict) -> in
     return runtime_min(cases * passes * timeouts["run_s"])
 
 
+def ab_mem_mb(workload, attempt: int = 1) -> int:
+    """MiB for an A/B job: two benchmark processes of the workload's module, one at a time."""
+    return mem_request_mb("run", _fp32_weight_bytes(workload), attempt)
+
+
+def ab_runtime_min(ab: dict, timeouts: dict) -> int:
+    """An A/B job stops at the first look after ab.budget_s; a look may come as late as
+    max_rounds rounds (two invocations each, plus the two untimed first calls)."""
+    return runtime_min(ab["budget_s"] + (2 * ab["max_rounds"] + 2) * timeouts["run_s"])
+
+
+def compile_runtime_min(timeouts: dict) -> int:
+    return runtime_min(timeouts["compile_s"])
+
+
 def run_runtime_min(measurement: dict, timeouts: dict) -> int:
     """The worst case of a timing job: one first-call process, then `invocations`
     processes, twice as many when a noisy case is measured again, each up to run_s."""
+    return runtime_min(_run_seconds(measurement, timeouts))
+
+
+def _run_seconds(measurement: dict, timeouts: dict) -> float:
     invocations = measurement["invocations"] * (2 if measurement.get("rerun_noisy") else 1)
-    return runtime_min((1 + invocations) * timeouts["run_s"])
+    return (1 + invocations) * timeouts["run_s"]

@@ -1,6 +1,8 @@
 """The run stage of sharktank-format benchmark files (compile is stages.iree's
 compile_module with the file's flags; the case step is stages.cases). Failures follow
-stages/model.py."""
+stages/model.py. A file whose device is absent on the measuring machine (a hip or cuda
+file compiled for a GPU SKU on a machine without that GPU) is not run: its run stage
+says no-device with the reason, and the case is compile-only."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from workflow.backends.iree import tools as iree
 from workflow.backends.proc import tool_path
 from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
-from workflow.stages.model import run_stage
+from workflow.stages.model import not_run, run_stage
 
 
 def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, timeout: float,
@@ -29,5 +31,11 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
             spec["measurement"], timeout, log)
         return {**out, "device": spec["device"]}
 
+    upstream = [compile_meta, *module_metas]
+    # Decided here, on the machine that would measure: no device, no run (compile-only).
+    absent = iree.device_absent_reason(spec["device"])
+    skipped = not_run("run", timing, upstream, absent) if absent else None
+    if skipped is not None:
+        return skipped
     # A module this one loads failing to compile fails this case too, with its error.
-    return run_stage("run", timing, [], [compile_meta, *module_metas], body)
+    return run_stage("run", timing, [], upstream, body)

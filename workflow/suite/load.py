@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -90,6 +92,10 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     # (sku, backend, recipe, batch id) -> cases measured by one torch job
     torch_batches: dict[tuple[str, str, str, str], list[Case]] = field(default_factory=dict)
+    # (sku, batch id) -> IREE cases measured by one job
+    iree_batches: dict[tuple[str, str], list[Case]] = field(default_factory=dict)
+    # (base SKU, new SKU) -> the IREE workloads both measure: one A/B job each
+    ab_pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # The selected sharktank-format benchmark files (a benchfiles.Selection), attached
     # by benchfiles.attach when the suite runs or is listed.
     benchmark_files: object | None = None
@@ -278,10 +284,69 @@ def expand(config: dict, source: str) -> Suite:
                                                         "each case once")
                                         continue
                                     suite.add(case)
+    problems += _pair_skus(suite, source)
     if problems:
         raise ConfigError(problems)
     _batch_torch_cases(suite)
+    _batch_iree_cases(suite)
     return suite
+
+
+def _pair_skus(suite: Suite, source: str) -> list[str]:
+    """suite.ab_pairs from the suite's ab_pairs, or the problems with them, and those of
+    the SKU settings A/B pairs and adaptive invocations rely on (tools, plans)."""
+    problems = []
+    for i, pair in enumerate(suite.config["ab_pairs"]):
+        for role in ("base", "new"):
+            if pair[role] not in suite.config["skus"]:
+                problems.append(f"{source}: ab_pairs[{i}].{role}: unknown SKU {pair[role]!r}; "
+                                f"expected one of {sorted(suite.config['skus'])}")
+        key = (pair["base"], pair["new"])
+        if pair["base"] == pair["new"]:
+            problems.append(f"{source}: ab_pairs[{i}]: base and new are both {pair['base']!r}; "
+                            "expected two SKUs (an A/A check: two SKUs with the same settings)")
+        elif key in suite.ab_pairs:
+            problems.append(f"{source}: ab_pairs[{i}]: the pair {key[0]} -> {key[1]} is "
+                            "listed twice; expected each pair once")
+        if problems:
+            continue
+        base = {c.workload.id for c in suite.iree_cases if c.sku == key[0]}
+        workloads = [c.workload.id for c in suite.iree_cases
+                     if c.sku == key[1] and c.workload.id in base]
+        if not workloads:
+            problems.append(f"{source}: ab_pairs[{i}]: SKUs {key[0]!r} and {key[1]!r} measure "
+                            "no IREE workload in common; expected at least one")
+        suite.ab_pairs[key] = workloads
+    m_problems = []
+    for name, sku in suite.config["skus"].items():
+        for key in ("compile_tool", "benchmark_tool"):
+            tool = sku["iree"][key]
+            if tool and not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+                m_problems.append(f"{source}: skus.{name}.iree.{key}: {tool!r} is not an "
+                                  "executable file; expected the path of a build of the tool")
+        m = sku["measurement"]
+        if m["max_invocations"] > m["invocations"]:
+            try:
+                sequential_plan(m)
+            except ValueError as exc:
+                m_problems.append(f"{source}: skus.{name}.measurement.max_invocations: {exc}")
+    ab = suite.config["ab"]
+    if suite.ab_pairs:
+        try:
+            from workflow.stats.sequential import Plan
+
+            Plan(min_rounds=ab["min_rounds"], max_rounds=ab["max_rounds"], alpha=ab["alpha"])
+        except ValueError as exc:
+            m_problems.append(f"{source}: ab.max_rounds: {exc}")
+    return problems + m_problems
+
+
+def sequential_plan(m: dict):
+    """The sequential plan of a SKU's adaptive invocations (stages/iree.invocations)."""
+    from workflow.stats.sequential import Plan
+
+    return Plan(min_rounds=m["invocations"], max_rounds=m["max_invocations"], alpha=0.05,
+                target_rel_width=m["target_rel_width"])
 
 
 def _unique_shapes(shapes: list, generators: list[dict], limit: int) -> list | None:
@@ -316,6 +381,25 @@ def _batch_torch_cases(suite: Suite) -> None:
     for (sku, backend, recipe), cases in groups.items():
         for n, start in enumerate(range(0, len(cases), size)):
             suite.torch_batches[(sku, backend, recipe, f"b{n}")] = cases[start:start + size]
+
+
+def _batch_iree_cases(suite: Suite) -> None:
+    """Groups each SKU's IREE cases into about count / iree_batch_size jobs (a power of
+    two) by a hash of the workload id, not by position: adding or removing a workload
+    changes the members of one batch only (all of them when the count crosses a power
+    of two; the batch jobs then reuse every unchanged case's results, stages/iree.py)."""
+    size = suite.config["iree_batch_size"]
+    by_sku: dict[str, list[Case]] = {}
+    for case in suite.iree_cases:
+        by_sku.setdefault(case.sku, []).append(case)
+    for sku, cases in by_sku.items():
+        buckets = 1 << max(0, math.ceil(len(cases) / size) - 1).bit_length()
+        for case in cases:
+            digest = int.from_bytes(hashlib.sha256(case.workload.id.encode()).digest()[:8],
+                                    "big")
+            # Size 1: a job per case, named by the hash itself (no two cases share one).
+            bucket = digest if size == 1 else digest % buckets
+            suite.iree_batches.setdefault((sku, f"b{bucket}"), []).append(case)
 
 
 def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -> Suite:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,58 @@ def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[
     return paths
 
 
+CHIP_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+def iree_problems(raw: Any, source: str) -> list[str]:
+    """What the schema cannot say about the SKUs' `iree` sections, checked on the raw suite
+    (a key it omits takes the schema's default) so that it is reported with every schema
+    problem: the runtime device runs the target backend's code, a GPU backend names a chip
+    and llvm-cpu none, and the chip is one the installed iree-compile generates code for
+    (asked, not listed; its answer is cached on disk per compiler, backend and chip:
+    backends.iree.tools.check_target_chip). Values of the wrong type are the schema's."""
+    from workflow.backends.iree.tools import TARGETS, check_target_chip
+
+    skus = raw.get("skus", load_schema()["properties"]["skus"]["default"])
+    if not isinstance(skus, dict):
+        return []
+    defaults = {k: v.get("default") for k, v in
+                load_schema()["$defs"]["sku"]["properties"]["iree"]["properties"].items()}
+    problems = []
+    for name, sku in skus.items():
+        iree = (sku or {}).get("iree", {}) if isinstance(sku, dict | None) else None
+        if not isinstance(iree, dict | None):
+            continue
+        given = {**defaults, **(iree or {})}
+        backend, chip, device = given["target_backend"], given["target_chip"], given["device"]
+        if not isinstance(backend, str) or backend not in TARGETS or not isinstance(device, str):
+            continue
+        target = TARGETS[backend]
+        where = f"{source}: {key_path(['skus', name, 'iree'])}"
+        if device not in target.devices:
+            problems.append(f"{where}.device: {device!r} does not run {backend} code; "
+                            f"expected {' or '.join(target.devices)} for target_backend "
+                            f"{backend!r} (set iree.device)")
+        if target.chip_flag is None:
+            if chip is not None:
+                problems.append(f"{where}.target_chip: target_backend {backend!r} takes "
+                                f"target_cpu, not a chip; expected null, got {chip!r}")
+            continue
+        if chip is None:
+            problems.append(f"{where}.target_chip: required for target_backend {backend!r}; "
+                            f"expected a chip iree-compile knows, e.g. {target.example_chip}")
+            continue
+        if not isinstance(chip, str) or not CHIP_RE.match(chip):
+            continue  # the schema's pattern reports it
+        answer = check_target_chip(backend, chip)
+        if not answer.accepted:
+            problems.append(f"{where}.target_chip: iree-compile {answer.compiler} does not "
+                            f"compile for {chip!r} ({target.chip_flag}={chip}: "
+                            f"{answer.error}); expected a {backend} chip it knows, e.g. "
+                            f"{target.example_chip}")
+    return problems
+
+
 def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     """Schema-checks a suite and returns it with defaults applied; raises ConfigError."""
     if raw is None:
@@ -346,7 +399,8 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     # A model whose optional extra is missing is a known name the suite cannot run yet.
     from workflow.models.registry import unavailable_problems
 
-    problems = schema_problems(raw, schema, source) + unavailable_problems(raw, source)
+    problems = (schema_problems(raw, schema, source) + unavailable_problems(raw, source)
+                + (iree_problems(raw, source) if isinstance(raw, dict) else []))
     if problems:
         raise ConfigError(problems)
     suite = copy.deepcopy(raw)

@@ -9,6 +9,14 @@ picks model directories, a file-name glob, file-name backends and the suite SKUs
 run them. Each (file, SKU) pair becomes the case `{sku}/iree/{model}.{name}/baseline`,
 which runs or is skipped with its reason; none is left out.
 
+A file's `device` chooses the SKUs that run it: local-task/local-sync files run on
+llvm-cpu SKUs, `hip` files on rocm SKUs, `cuda` files on cuda SKUs (vulkan on
+vulkan-spirv); on any other SKU the pair is skipped. A GPU file is compiled on any
+machine with the SKU's chip; where its device is absent (decided on the measuring
+machine) the case is `compile-only`: its dispatch count and binary size are judged
+against the file's golden_dispatch / golden_size of the SKU's golden key, its time is
+not measured and says why.
+
 Files are found as iree-test-suites' runner (sharktank_models/benchmarks/
 model_benchmark_run.py and conftest.py) finds them; `<group>` is `<model>_<submodel>`,
 the submodel being the file name without its `_<backend>` suffix:
@@ -62,8 +70,15 @@ from workflow.records.storage import read_json_file
 from workflow.suite.schema import REPO_ROOT, key_path, schema_problems
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-# Devices each IREE target backend of a SKU can run; a file for another device is skipped.
-BACKEND_DEVICES = {"llvm-cpu": ("local-task", "local-sync")}
+
+def backend_devices() -> dict[str, tuple[str, ...]]:
+    """Devices each IREE target backend of a SKU can run (a file for another device is
+    skipped): llvm-cpu local-task/local-sync, cuda cuda, rocm hip, vulkan-spirv vulkan."""
+    from workflow.backends.iree.tools import TARGETS
+
+    return {backend: t.devices for backend, t in TARGETS.items()}
+
+
 # benchmark_flags that stand for the file's own fields, or that benchflow must own.
 REPETITIONS_FLAG = "--benchmark_repetitions="
 WARMUP_FLAG = "--benchmark_min_warmup_time="
@@ -532,13 +547,16 @@ def files_dir(spec: dict) -> Path:
 
 
 def sku_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> str | None:
-    """Why a SKU does not run a file: its device, or the file's chips to ignore."""
-    devices = BACKEND_DEVICES.get(sku["iree"]["target_backend"], ())
+    """Why a SKU does not run a file: its device (not one the SKU's target backend runs),
+    or the file's chips to ignore (the SKU's name, golden key, target chip or CPU)."""
+    devices = backend_devices().get(sku["iree"]["target_backend"], ())
     if f.data["device"] not in devices:
         return (f"device {f.data['device']!r} does not run on a "
                 f"{sku['iree']['target_backend']} SKU (expected one of {list(devices)})")
     ignored = set(f.data.get("specific_chip_to_ignore", []))
-    hit = ignored & {sku_name, golden_key, sku["iree"]["target_cpu"]}
+    chip = (sku["iree"].get("target_chip") if sku["iree"]["target_backend"] != "llvm-cpu"
+            else sku["iree"]["target_cpu"])
+    hit = ignored & {sku_name, golden_key, chip}
     if hit:
         return f"specific_chip_to_ignore lists {sorted(hit)}"
     return None

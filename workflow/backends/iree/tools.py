@@ -1,18 +1,30 @@
 """IREE command lines and output parsing: iree-compile and iree-benchmark-module.
 
 Pure functions build argument lists and parse outputs; the stage functions in
-stages.py run them.
+stages.py run them. Two questions are answered by asking the installed tools:
+whether iree-compile knows a SKU's target chip (`check_target_chip`, cached on disk,
+asked when a suite loads) and whether a runtime device exists on this machine
+(`device_absent_reason`, asked on the measuring machine).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from workflow.backends.proc import exit_reason, tool_path
+from workflow.errors import StageError
+from workflow.records.storage import write_json
 
 # numpy dtype name (or torch's, for bf16) -> IREE element type of --input.
 IREE_ELEMENT_TYPES = {
@@ -31,17 +43,211 @@ def runtime_version() -> str:
     return metadata.version("iree-base-runtime")
 
 
+@dataclass(frozen=True)
+class Target:
+    """What one `iree.target_backend` of a SKU means to iree-compile and to the runtime."""
+
+    hal_device: str              # --iree-hal-target-device
+    devices: tuple[str, ...]     # runtime devices (--device, iree.runtime drivers) that run it
+    chip_flag: str | None        # the flag naming the target chip (GPU backends); None: CPU
+    example_chip: str | None     # for messages
+
+
+# The SKU's target backend -> its flags and devices (flag names as iree-compile 3.x spells
+# them: `iree-compile --help-list-hidden`). llvm-cpu keeps `target_cpu`; GPU backends name
+# a chip (`target_chip`), which the suite loader asks the installed compiler about.
+TARGETS = {
+    "llvm-cpu": Target("local", ("local-task", "local-sync"), None, None),
+    "cuda": Target("cuda", ("cuda",), "--iree-cuda-target", "sm_80"),
+    "rocm": Target("hip", ("hip",), "--iree-rocm-target", "gfx942"),
+    "vulkan-spirv": Target("vulkan", ("vulkan",), "--iree-vulkan-target", "ampere"),
+}
+LOCAL_DEVICES = ("local-task", "local-sync")
+
+
+def target_flags(iree: dict) -> list[str]:
+    """The target flags of a SKU's `iree` section: the HAL device and the CPU or chip."""
+    backend = iree["target_backend"]
+    target = TARGETS[backend]
+    if target.chip_flag is None:
+        return ["--iree-hal-target-device=local",
+                f"--iree-hal-local-target-device-backends={backend}",
+                f"--iree-llvmcpu-target-cpu={iree['target_cpu']}"]
+    return [f"--iree-hal-target-device={target.hal_device}",
+            f"{target.chip_flag}={iree['target_chip']}"]
+
+
 def compile_flags(sku: dict, input_type: str = "torch") -> list[str]:
     """iree-compile flags of a SKU (its `iree` section), the input type included
     (torch for exported models; benchmark files' MLIR may be of any dialect: auto)."""
     iree = sku["iree"]
-    return [
-        f"--iree-input-type={input_type}",
-        "--iree-hal-target-device=local",
-        f"--iree-hal-local-target-device-backends={iree['target_backend']}",
-        f"--iree-llvmcpu-target-cpu={iree['target_cpu']}",
-        *iree["compile_flags"],
-    ]
+    return [f"--iree-input-type={input_type}", *target_flags(iree), *iree["compile_flags"]]
+
+
+# --- is a target chip known to the installed compiler? ------------------------------------
+
+# One elementwise dispatch: compiling it runs the chip's code generation, so a name the
+# compiler resolves but cannot generate code for (cuda sm_20) is refused too (~0.3 s).
+CHIP_PROBE_MLIR = """\
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                                        affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+CHIP_PROBE_TIMEOUT_S = 120
+CACHE_ENV = "BENCHFLOW_CACHE_DIR"
+
+
+def cache_dir() -> Path:
+    """benchflow's cache: $BENCHFLOW_CACHE_DIR, else $XDG_CACHE_HOME/benchflow, else
+    ~/.cache/benchflow."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "benchflow"
+
+
+def _compiler_identity(tool: str) -> str:
+    """The installed compiler as a cache key: its package version plus the tool's path, size
+    and mtime (an iree-compile on PATH from another build is another compiler)."""
+    try:
+        version = compiler_version()
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        st = os.stat(tool)
+        return f"{version}|{tool}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        return f"{version}|{tool}"
+
+
+def _first_error(stderr: str) -> str:
+    """The compiler's first `error:` line, without its location prefix."""
+    for line in stderr.splitlines():
+        if "error:" in line:
+            return line.split("error:", 1)[1].strip()
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return lines[0] if lines else "no diagnostic"
+
+
+@dataclass(frozen=True)
+class ChipCheck:
+    """The installed compiler's answer about one (backend, chip)."""
+
+    accepted: bool
+    error: str | None          # why it was refused, or why the compiler could not be asked
+    compiler: str              # the compiler's version
+    cached: bool = False       # read from the cache (no compile ran)
+
+
+def check_target_chip(backend: str, chip: str, *, cache: Path | None = None,
+                      timeout: float = CHIP_PROBE_TIMEOUT_S) -> ChipCheck:
+    """Asks the installed iree-compile whether it can generate code for `chip` on a GPU
+    `backend` (compiling CHIP_PROBE_MLIR with the SKU's target flags), and caches its
+    answer on disk keyed by the compiler (version, path, size, mtime), backend and chip,
+    so that a suite load pays the compile once (`cache`: default cache_dir()). A compiler
+    that cannot be found or does not answer in time is no answer: accepted False with the
+    reason, and nothing is cached."""
+    if TARGETS[backend].chip_flag is None:
+        raise ValueError(f"target backend {backend!r} takes no chip")
+    try:
+        version = compiler_version()
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        tool = tool_path("iree-compile")
+    except StageError as exc:
+        return ChipCheck(False, f"could not ask iree-compile: {exc.message}", version)
+    ident = _compiler_identity(tool)
+    key = hashlib.sha256(json.dumps([ident, backend, chip]).encode()).hexdigest()[:24]
+    path = (cache or cache_dir()) / "iree-target-chips" / f"{key}.json"
+    try:
+        data = json.loads(path.read_text())
+        if data.get("compiler") == ident and (data.get("backend"), data.get("chip")) == (
+                backend, chip):
+            return ChipCheck(bool(data["accepted"]), data.get("error"), version, cached=True)
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    flags = target_flags({"target_backend": backend, "target_chip": chip})
+    with tempfile.TemporaryDirectory() as tmp:
+        mlir = Path(tmp) / "probe.mlir"
+        mlir.write_text(CHIP_PROBE_MLIR)
+        argv = [tool, str(mlir), "--iree-input-type=auto", *flags, "-o",
+                str(Path(tmp) / "probe.vmfb")]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return ChipCheck(False, f"iree-compile did not answer within {timeout:g} s", version)
+        except OSError as exc:
+            return ChipCheck(False, f"could not run iree-compile: {exc}", version)
+    accepted = proc.returncode == 0
+    error = None if accepted else _first_error(proc.stderr or proc.stdout or "")
+    try:
+        write_json(path, {"compiler": ident, "compiler_version": version, "backend": backend,
+                          "chip": chip, "accepted": accepted, "error": error,
+                          "flags": flags})
+    except OSError:
+        pass  # an unwritable cache only costs the next load the same compile
+    return ChipCheck(accepted, error, version)
+
+
+# --- is a runtime device present on this machine? -----------------------------------------
+
+DEVICE_PROBE_TIMEOUT_S = 60
+# Run in a fresh interpreter: a driver that crashes or hangs while probing cannot take the
+# caller with it. Prints one JSON object: {"devices": [...]} or {"error": "..."}.
+_DEVICE_PROBE = """\
+import json, sys
+try:
+    import iree.runtime as rt
+    drivers = rt.query_available_drivers()
+    if sys.argv[1] not in drivers:
+        print(json.dumps({"error": "no driver %r in this iree-base-runtime (it has %s)"
+                                   % (sys.argv[1], ", ".join(drivers))}))
+    else:
+        found = rt.get_driver(sys.argv[1]).query_available_devices()
+        print(json.dumps({"devices": [str(d.get("name") or d.get("path") or d)
+                                      for d in found]}))
+except Exception as exc:
+    print(json.dumps({"error": " ".join(str(exc).split())}))
+"""
+
+
+def device_absent_reason(device: str, *, timeout: float = DEVICE_PROBE_TIMEOUT_S) -> str | None:
+    """None when the IREE runtime device `device` exists on this machine, else why not, in
+    words for a case record ("no cuda device here: ..."). The local CPU devices always
+    exist; a GPU device exists when iree.runtime's driver of that name loads and lists at
+    least one device. The driver is asked in a subprocess with a timeout, so a crash or a
+    hang of the driver becomes a reason, never the caller's crash or hang."""
+    if device in LOCAL_DEVICES:
+        return None
+    where = f"no {device} device here"
+    try:
+        proc = subprocess.run([sys.executable, "-c", _DEVICE_PROBE, device],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"{where}: probing iree.runtime's {device} driver took over {timeout:g} s"
+    except OSError as exc:
+        return f"{where}: could not start the probe of iree.runtime's {device} driver: {exc}"
+    try:
+        answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return (f"{where}: the probe of iree.runtime's {device} driver "
+                f"{exit_reason(proc.returncode)}")
+    if answer.get("error"):
+        text = answer["error"]
+        return f"{where}: iree.runtime's {device} driver is unavailable ({text[:300]})"
+    if not answer.get("devices"):
+        return f"{where}: iree.runtime's {device} driver lists no device"
+    return None
 
 
 def compile_argv(tool: str, mlir: str, vmfb: str, flags: list[str], stats_file: str) -> list[str]:

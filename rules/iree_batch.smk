@@ -1,0 +1,36 @@
+# iree-batch: a batch of one SKU's IREE cases (workflow/stages/iree.py), each measured
+# start to finish: export (shared by the workload's SKUs), iree-compile,
+# iree-benchmark-module (one fresh process per invocation, DESIGN.md protocol),
+# verification against the fp32 reference, case record.
+from workflow.paths import IREE_BATCH, IREE_BATCH_LOG
+from workflow.stages.plan import iree_batch_plan, sku_settings
+from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
+
+
+rule iree_batch:
+    output:
+        batch=IREE_BATCH,
+    params:
+        cases=lambda wc: iree_batch_plan(SUITE, wc.sku, wc.batch),
+        # Only this SKU's settings: changing its flags reruns only this SKU's batches.
+        sku=lambda wc: sku_settings(SUITE, wc.sku),
+        tolerances=SUITE.config["accuracy"],
+        torch_version=TORCH_VERSION,
+        compiler_version=IREE_COMPILER_VERSION,
+        runtime_version=IREE_RUNTIME_VERSION,
+    log:
+        IREE_BATCH_LOG,
+    conda:
+        "../envs/benchflow.yaml"
+    # The job times modules, so it runs alone (see Snakefile): no other job shares the
+    # machine with a measurement.
+    resources:
+        bench_slot=1,
+        mem_mb=lambda wc, attempt: iree_batch_mem_mb(
+            [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt),
+        runtime=lambda wc: iree_batch_runtime_min(
+            len(SUITE.iree_batches[(wc.sku, wc.batch)]), SUITE.sku(wc.sku)["measurement"],
+            SUITE.config["timeouts"]),
+    threads: BENCH_THREADS
+    script:
+        "../scripts/iree_batch.py"

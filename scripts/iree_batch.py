@@ -1,0 +1,12 @@
+# Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree.batch_job.
+from workflow.stages.iree import batch_job
+
+batch_job(
+    cases=snakemake.params.cases,
+    sku=snakemake.config["skus"][snakemake.wildcards.sku],
+    tolerances=snakemake.params.tolerances,
+    timeouts=snakemake.config["timeouts"],
+    gate=snakemake.config["goldens"],
+    batch=snakemake.output.batch,
+    log=snakemake.log[0],
+)

@@ -1,0 +1,144 @@
+"""Interleaved A/B comparison of two SKUs on one workload (DESIGN.md, "A/B pairs").
+
+Comparing a run with goldens measured in another session lets the machine's drift
+decide: identical code got "improvement" verdicts and a real 1.21x slowdown passed. Here
+the two modules are measured in the same job, round by round, each round one fresh
+invocation of each in a random order, so drift and load hit both alike and cancel in
+the round's ratio new / base. The verdict is a paired test on those ratios, and the
+number of rounds adapts: the job stops at a look of a group-sequential plan
+(stats/sequential.py) once the verdict is decided or the interval narrow enough, or when
+the round or seconds budget is spent, without inflating the false-alarm rate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from workflow.backends.iree import tools as iree
+from workflow.errors import StageError
+from workflow.records.stage import StageResult
+from workflow.records.storage import read_json, write_json
+from workflow.stages.iree import _benchmark, sku_tool
+from workflow.stats import paired, sequential
+
+FAILED = "failed"
+
+
+def plan_of(ab: dict) -> sequential.Plan:
+    """The suite's `ab` settings as a sequential plan."""
+    return sequential.Plan(min_rounds=ab["min_rounds"], max_rounds=ab["max_rounds"],
+                           alpha=ab["alpha"], target_rel_width=ab["target_rel_width"],
+                           margin=ab["margin"])
+
+
+def interleave(base: Callable[[], float], new: Callable[[], float], plan: sequential.Plan,
+               *, budget_s: float, seed: int, power: float = 0.8) -> dict:
+    """Measures rounds of (base, new) in a random order per round until the plan stops
+    or budget_s is spent; `base()` and `new()` each time one fresh invocation and return
+    its median in ms. Returns the paired result with the per-round times."""
+    rng = random.Random(seed)
+    base_ms: list[float] = []
+    new_ms: list[float] = []
+    orders = []
+    t0 = time.monotonic()
+    while True:
+        first_new = rng.random() < 0.5
+        orders.append("BA" if first_new else "AB")
+        if first_new:
+            n = new()
+            b = base()
+        else:
+            b = base()
+            n = new()
+        base_ms.append(b)
+        new_ms.append(n)
+        d = paired.log_ratios(base_ms, new_ms)
+        spent = time.monotonic() - t0
+        decision = sequential.decide(d, plan, sequential.PAIRED)
+        if not decision.stop and spent >= budget_s and len(d) >= plan.first_look:
+            decision = sequential.decide(d, plan, sequential.PAIRED, final_reason="time-budget")
+        if decision.stop:
+            break
+    result = sequential.paired_result(d, plan, decision, power).to_dict()
+    if not math.isfinite(result["mde"]):
+        result["mde"] = None  # too few rounds to detect any slowdown with that power
+    return {**result, "seconds": time.monotonic() - t0, "base_ms": base_ms,
+            "new_ms": new_ms, "orders": "".join(o[0] for o in orders),
+            "plan": plan.to_dict()}
+
+
+def _seed(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("/".join(parts).encode()).digest()[:4], "big")
+
+
+def _invocation(argv: list[str], timeout: float, log: str) -> Callable[[], float]:
+    return lambda: _benchmark(argv, timeout, log).median_ms
+
+
+def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
+                 timeout: float, out: str, log: str) -> dict:
+    """The A/B row of one workload: the two SKUs' compiled modules (made by their IREE
+    batch jobs) interleaved. A module that failed to compile gives a `failed` row naming
+    the SKU and the stage, never a lost pair."""
+    from workflow.paths import COMPILE_META, COMPILE_VMFB, EXPORT_INPUTS, EXPORT_META
+
+    row = {"base": base, "new": new, "workload": workload}
+    with open(log, "a") as fh:
+        fh.write(f"A/B {base} -> {new} on {workload}\n")
+    for sku in (base, new):
+        compiled = StageResult.read(COMPILE_META.format(sku=sku, workload=workload))
+        if not compiled.ok:
+            result = {**row, "verdict": FAILED, "failed_stage": compiled.failed_stage,
+                      "error": f"{sku}: {compiled.error}"}
+            write_json(out, result)
+            return result
+    dtypes = [i["dtype"] for i in read_json(EXPORT_META.format(workload=workload))["inputs"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        args = iree.write_input_files(EXPORT_INPUTS.format(workload=workload), dtypes,
+                                      Path(tmp))
+        argvs = {}
+        for sku in (base, new):
+            m = skus[sku]["measurement"]
+            argvs[sku] = iree.benchmark_argv(
+                sku_tool(skus[sku], "benchmark_tool"),
+                COMPILE_VMFB.format(sku=sku, workload=workload), "main", args, skus[sku],
+                repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
+                min_time=f"{m['min_time_s']:g}s")
+        try:
+            # One untimed call of each first: the first invocation of a fresh module
+            # pays page faults and caches that the rounds should not.
+            for sku in (base, new):
+                _benchmark(argvs[sku], timeout, log)
+            measured = interleave(_invocation(argvs[base], timeout, log),
+                                  _invocation(argvs[new], timeout, log), plan_of(ab),
+                                  budget_s=ab["budget_s"], seed=_seed(base, new, workload))
+        except StageError as exc:
+            result = {**row, "verdict": FAILED, "failed_stage": exc.stage, "error": exc.message}
+            write_json(out, result)
+            return result
+    # ci95 only where the interval has that coverage (the plan's alpha may differ).
+    ci95 = measured["ci"] if (measured["level"] or 0) >= 0.95 else None
+    result = {**row, **measured, "ci95": ci95, "commands": argvs}
+    write_json(out, result)
+    return result
+
+
+def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str) -> dict:
+    """Every A/B row into results/ab.json, validated against its schema before writing."""
+    from datetime import UTC, datetime
+
+    from workflow.records.ab import SCHEMA_VERSION, validate_ab
+
+    doc = {"schema_version": SCHEMA_VERSION, "suite_name": suite_name,
+           "config_hash": config_hash,
+           "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+           "pairs": [read_json(p) for p in rows]}
+    validate_ab(doc)
+    write_json(out, doc)
+    return doc

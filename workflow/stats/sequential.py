@@ -1,0 +1,234 @@
+"""Optional stopping without inflating the error rate (pure, no I/O).
+
+Measurement goes on round by round and may stop as soon as the data allow: the
+interval is narrow enough, or the paired verdict is decided. Looking at a plain 95 %
+interval after every round and stopping on the first exciting one makes false alarms
+far likelier than 5 % (tests/test_stats_sequential.py shows it). The plan here is a
+group-sequential design with Bonferroni alpha spending:
+
+- the data are only judged at a fixed geometric schedule of looks n_1, g n_1,
+  g^2 n_1, ... below max_rounds, and at max_rounds (growth g = 2 by default);
+- the error alpha is split evenly over the K looks, alpha_j = alpha / K, and look j
+  uses the order-statistic interval of the median at level >= 1 - alpha_j;
+- by the union bound, all K intervals hold at once with probability
+  >= 1 - sum_j (1 - L_j) >= 1 - alpha (L_j: the exact coverage of look j's interval),
+  so whichever look the data stop at, its interval holds with that probability, and
+  a false "regression" (lo > 1 while the true ratio is <= 1) has probability
+  <= sum_j (1 - L_j) / 2 <= alpha / 2 whatever the stopping rule.
+
+Method: alpha spending (Lan, K. K. G. and DeMets, D. L., "Discrete sequential
+boundaries for clinical trials", Biometrika 70(3), 1983) with the Bonferroni
+(union-bound) spend alpha / K per look, applied to the distribution-free
+order-statistic confidence interval of the median (the sign test inverted). Bonferroni
+ignores the correlation between looks, so it is conservative; in exchange it needs no
+assumption on the distribution of the rounds beyond i.i.d. (A confidence sequence for
+quantiles, Howard, S. R. and Ramdas, A., "Sequential estimation of quantiles with
+applications to A/B-testing and best-arm identification", Bernoulli 28(3), 2022,
+would allow a look after every round, at the price of wider intervals.)
+
+The first look: at level 1 - alpha_1 even the range [min, max] of n rounds covers only
+1 - 2^(1-n), so a look needs n >= ceil(log2(2 / alpha_1)) rounds (8 for alpha = 0.05
+over 4 looks). The plan raises its first look to that (and recomputes the schedule
+until it is consistent), so every look has an interval at its level.
+
+A stop for a reason outside the data (the caller's seconds budget: decide(...,
+final_reason="time-budget")) spends at that round all the alpha the looks before it
+have not spent. That is valid when the moment of that stop does not depend on the
+measured values; a time budget depends on them only weakly (slower rounds use it up
+sooner). The level reported for it is the bound over the looks before it and itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from workflow.stats import paired
+from workflow.stats.summary import _rank, median_interval
+
+MEDIAN, PAIRED = "median", "paired"
+CONTINUE, NOT_A_LOOK = "continue", "not-a-look"
+WIDTH_REACHED, DECIDED, MAX_ROUNDS = "width-reached", "decided", "max-rounds"
+METHOD = ("group-sequential looks (geometric schedule) with Bonferroni alpha spending "
+          "(Lan & DeMets 1983) on order-statistic intervals of the median")
+
+
+def min_rounds_for(alpha_look: float) -> int:
+    """The fewest rounds whose range [min, max] covers the median at 1 - alpha_look:
+    the smallest n with 2^(1-n) <= alpha_look, i.e. ceil(log2(2 / alpha_look))."""
+    n = max(2, math.ceil(math.log2(2 / alpha_look)))
+    while _rank(n, 1 - alpha_look) is None:  # guards float rounding of the log
+        n += 1
+    return n
+
+
+def _schedule(first: int, max_rounds: int, growth: float) -> tuple[int, ...]:
+    looks, n = [], float(first)
+    while math.ceil(n) < max_rounds:
+        if not looks or math.ceil(n) > looks[-1]:
+            looks.append(math.ceil(n))
+        n *= growth
+    return (*looks, max_rounds)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A fixed schedule of looks and the alpha each spends (module doc).
+
+    min_rounds is raised when the first look could not have an interval at its level
+    (`first_look` says where it ended up); max_rounds is always the last look."""
+
+    min_rounds: int = 6
+    max_rounds: int = 48
+    alpha: float = 0.05
+    target_rel_width: float = 0.02   # stop when (hi - lo) / estimate <= this
+    margin: float = 0.01             # paired: the practical margin of the verdict
+    growth: float = 2.0
+    looks: tuple[int, ...] = field(init=False)
+    alpha_look: float = field(init=False)   # alpha_j: the same at every look
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.growth <= 1:
+            raise ValueError(f"growth must exceed 1, got {self.growth}")
+        first = max(2, int(self.min_rounds))
+        while True:
+            if first > self.max_rounds:
+                raise ValueError(
+                    f"max_rounds {self.max_rounds} is too few for an interval at level "
+                    f"1 - {self.alpha:g} / looks: at least {first} rounds are needed")
+            looks = _schedule(first, self.max_rounds, self.growth)
+            need = min_rounds_for(self.alpha / len(looks))
+            if first >= need:
+                break
+            first = need
+        object.__setattr__(self, "looks", looks)
+        object.__setattr__(self, "alpha_look", self.alpha / len(looks))
+
+    @property
+    def first_look(self) -> int:
+        return self.looks[0]
+
+    def is_look(self, n: int) -> bool:
+        return n in self.looks
+
+    def look_level(self, n: int) -> float:
+        """The exact coverage of the interval at look n (>= 1 - alpha_look)."""
+        return _rank(n, 1 - self.alpha_look)[1]
+
+    @property
+    def level(self) -> float:
+        """The simultaneous coverage of all the looks' intervals: >= 1 - alpha."""
+        return 1 - sum(1 - self.look_level(n) for n in self.looks)
+
+    def final_alpha(self, n: int) -> float:
+        """The alpha a stop at round n for an outside reason may spend: what the looks
+        before n have not."""
+        before = sum(1 for m in self.looks if m < n)
+        return self.alpha - before * self.alpha_look
+
+    def to_dict(self) -> dict:
+        return {"method": METHOD, "looks": list(self.looks), "alpha": self.alpha,
+                "alpha_look": self.alpha_look, "level": self.level,
+                "target_rel_width": self.target_rel_width, "margin": self.margin,
+                "min_rounds": self.min_rounds, "max_rounds": self.max_rounds}
+
+
+@dataclass(frozen=True)
+class Decision:
+    stop: bool
+    reason: str                      # continue | not-a-look | width-reached | decided |
+    #                                  max-rounds | the caller's final_reason
+    n: int
+    estimate: float | None = None    # median (kind median) or ratio (kind paired)
+    lo: float | None = None
+    hi: float | None = None
+    level: float | None = None       # simultaneous coverage under the plan (>= 1 - alpha)
+    look_level: float | None = None  # exact coverage of this interval on its own
+    alpha_spent: float | None = None  # the alpha this interval was built with
+    rel_width: float | None = None   # (hi - lo) / estimate
+    verdict: str | None = None       # kind paired: paired.classify's verdict
+    p_value: float | None = None     # kind paired: sign test at this look
+    p_adjusted: float | None = None  # p x alpha / alpha_spent: compare with the plan alpha
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def decide(xs: Sequence[float], plan: Plan, kind: str = MEDIAN,
+           final_reason: str | None = None) -> Decision:
+    """What to do after len(xs) rounds. kind "median": xs are a case's samples (e.g.
+    invocation medians), the estimate their median; kind "paired": xs are log ratios
+    log(new / base), the estimate the ratio exp(median).
+
+    Only at the plan's looks is anything judged (elsewhere: stop False, "not-a-look").
+    At a look: stop with "decided" (paired verdict regression, improvement or
+    no-difference), else "width-reached" when the interval's relative width is at most
+    plan.target_rel_width, else "max-rounds" at the last look, else "continue".
+    final_reason (e.g. "time-budget"): the caller stops here regardless; the interval
+    then spends the alpha left (Plan.final_alpha)."""
+    if kind not in (MEDIAN, PAIRED):
+        raise ValueError(f"kind must be {MEDIAN!r} or {PAIRED!r}, got {kind!r}")
+    x = np.asarray(xs, dtype=float)
+    n = int(x.size)
+    final = final_reason is not None
+    if not final and not plan.is_look(n):
+        if n > plan.max_rounds:
+            return Decision(True, MAX_ROUNDS, n)
+        return Decision(False, NOT_A_LOOK, n)
+    if final:
+        a = plan.final_alpha(n)
+        before = [m for m in plan.looks if m < n]
+        spent_before = sum(1 - plan.look_level(m) for m in before)
+    else:
+        a = plan.alpha_look
+    med = float(np.median(x))
+    iv = median_interval(x, 1 - a) if n and a > 0 else None
+    if iv is None:
+        estimate = math.exp(med) if kind == PAIRED else med
+        verdict = paired.INCONCLUSIVE if kind == PAIRED else None
+        return Decision(final, final_reason or CONTINUE, n, estimate, alpha_spent=a,
+                        verdict=verdict)
+    lo, hi, look_level = iv
+    level = 1 - spent_before - (1 - look_level) if final else plan.level
+    verdict = p = p_adj = None
+    if kind == PAIRED:
+        estimate, lo, hi = math.exp(med), math.exp(lo), math.exp(hi)
+        verdict = paired.classify(estimate, (lo, hi), plan.margin)
+        p = paired.sign_test_p(x)
+        p_adj = min(1.0, p * plan.alpha / a)
+    else:
+        estimate = med
+    rel = (hi - lo) / abs(estimate) if estimate else math.inf
+    if final:
+        reason, stop = final_reason, True
+    elif verdict in (paired.REGRESSION, paired.IMPROVEMENT, paired.NO_DIFFERENCE):
+        reason, stop = DECIDED, True
+    elif rel <= plan.target_rel_width:
+        reason, stop = WIDTH_REACHED, True
+    elif n >= plan.max_rounds:
+        reason, stop = MAX_ROUNDS, True
+    else:
+        reason, stop = CONTINUE, False
+    return Decision(stop, reason, n, estimate, lo, hi, level, look_level, a, rel, verdict,
+                    p, p_adj)
+
+
+def paired_result(d: Sequence[float], plan: Plan, decision: Decision,
+                  power: float = 0.8) -> paired.PairedResult:
+    """The PairedResult of a sequential run that stopped with `decision` after the
+    rounds d: the interval is the plan's (decision.lo, decision.hi) with its
+    simultaneous level; the MDE is that of a fixed design of these rounds at the
+    alpha the final interval spent."""
+    x = np.asarray(d, dtype=float)
+    a = decision.alpha_spent if decision.alpha_spent is not None else plan.alpha_look
+    base = paired.analyze(x, 1 - a, plan.margin, power, decision.reason)
+    ci = (decision.lo, decision.hi) if decision.lo is not None else None
+    return replace(base, ci=ci, level=decision.level, look_level=decision.look_level,
+                   verdict=decision.verdict or paired.classify(base.ratio, ci, plan.margin),
+                   p_adjusted=decision.p_adjusted,
+                   method=f"{paired.METHOD}; {METHOD}")
