@@ -111,3 +111,16 @@ def test_content_keys_follow_what_decides_a_result(monkeypatch):
     monkeypatch.setattr(metadata, "version",
                         lambda d: "99" if d == "iree-base-runtime" else real(d))
     assert stage.export_key(spec) == export and stage.job_key(case, sku, {}, True) != job
+
+
+def test_only_a_readable_record_with_the_same_key_is_reused(tmp_path):
+    path = tmp_path / "case.json"
+    assert not stage._reusable(str(path), "k")          # absent
+    path.write_text('{"provenance": {"job_key": "k"}')   # cut short
+    assert not stage._reusable(str(path), "k")
+    path.write_text('["a list"]')                         # edited into something else
+    assert not stage._reusable(str(path), "k")
+    path.write_text('{"provenance": {"job_key": "old"}}')
+    assert not stage._reusable(str(path), "k")
+    path.write_text('{"provenance": {"job_key": "k"}}')
+    assert stage._reusable(str(path), "k")

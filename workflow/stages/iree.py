@@ -57,12 +57,15 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
     artifacts = [mlir, inputs, reference]
     Path(meta).parent.mkdir(parents=True, exist_ok=True)
     with FileLock(meta + ".lock"):
-        if Path(meta).exists():
+        try:
             prior = StageResult.read(meta)
-            if prior.data.get("key") == key and all(map(os.path.exists, artifacts)):
-                with open(log, "a") as fh:
-                    fh.write(f"export {key} reused from {meta} ({prior.status})\n")
-                return prior
+        except (OSError, ValueError, KeyError, TypeError):
+            prior = None  # none yet, or unreadable: export again
+        if (prior is not None and prior.data.get("key") == key
+                and all(map(os.path.exists, artifacts))):
+            with open(log, "a") as fh:
+                fh.write(f"export {key} reused from {meta} ({prior.status})\n")
+            return prior
 
         def body():
             with tempfile.TemporaryDirectory() as tmp:
@@ -283,9 +286,12 @@ def job_key(case: dict, sku: dict, tolerances: dict, device_here: bool) -> str:
 
 
 def _reusable(case_path: str, key: str) -> bool:
+    """Whether a case record on disk was made with this key; an unreadable one (absent,
+    cut short, edited by hand) is measured again, not trusted and not a crash."""
     try:
-        return read_json(case_path).get("provenance", {}).get("job_key") == key
-    except FileNotFoundError:
+        record = read_json(case_path)
+        return record.get("provenance", {}).get("job_key") == key
+    except (OSError, ValueError, AttributeError):
         return False
 
 
