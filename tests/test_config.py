@@ -119,7 +119,7 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     assert a["iree"] == {"target_backend": "llvm-cpu", "target_cpu": "host", "compile_flags": [],
                          "device": "local-task", "task_topology_max_group_count": 2,
                          "target_chip": None, "compile_tool": None, "benchmark_tool": None}
-    assert b["torch"] == {"threads": 2} and b["description"] == ""
+    assert b["torch"] == {"threads": 2, "python": None} and b["description"] == ""
     # Workload items inside an array, and $ref'd items of their own arrays.
     w0, w1 = cfg["workloads"]
     assert w0 == {"model": "linear", "configs": [], "dtypes": ["f32"], "shapes": [],

@@ -138,3 +138,40 @@ def test_a_batch_writes_one_record_per_case(tmp_path):
         assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
         assert len(rec["timing"]["invocation_medians_ms"]) == 2
         assert rec["timing"]["first_run_ms"] > 0 and rec["accuracy"]["pcc"] > 0.9999
+
+
+def test_a_skus_own_python_runs_its_workers_and_is_recorded(tmp_path):
+    import sys
+
+    # Another interpreter, as a second build of torch would be: a wrapper that notes each
+    # start and runs this one (which has no benchflow package of its own on the path).
+    starts = tmp_path / "starts"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$@" >> {starts}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8]]}])
+    sku = {**suite.sku("host"), "torch": {**suite.sku("host")["torch"], "python": str(python)}}
+    cases, plan = plan_of(suite)
+    (rec,) = run_torch_batch(cases=cases, backend=plan["backend"], sku=sku,
+                             tolerances=plan["tolerances"], timeout_per_case=120,
+                             out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
+    assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
+    lines = starts.read_text().splitlines()
+    # characterize + 2 time passes, then the version probe.
+    assert sum("workflow.backends.torch.worker" in ln for ln in lines) == 3, lines
+    prov = rec["provenance"]
+    assert prov["torch_python"] == str(python)
+    import torch
+    assert prov["torch_version"] == torch.__version__.split("+")[0] or \
+        prov["torch_version"] == torch.__version__
+
+
+def test_a_skus_python_that_is_not_there_is_refused_at_load(tmp_path):
+    from workflow.errors import ConfigError
+
+    cfg = tiny_suite(workloads=[{"model": "linear"}], backends=["torch-eager"])
+    cfg["skus"] = {"host": {"torch": {"python": str(tmp_path / "nope")}}}
+    with pytest.raises(ConfigError) as err:
+        load([write_suite(tmp_path / "s.yaml", cfg)])
+    assert f"skus.host.torch.python: '{tmp_path / 'nope'}' is not an executable file" in \
+        str(err.value.problems)

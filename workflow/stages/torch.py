@@ -37,13 +37,14 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
     costs the batch.
     """
     results: dict[str, dict] = {}
+    python = plan.get("python") or sys.executable
     remaining = list(cases)
     while remaining:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
             json.dump({**plan, "cases": remaining}, fh)
             plan_file = fh.name
         try:
-            done, stuck, why = _one_worker(plan_file, pass_name, timeout_per_case, log)
+            done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log)
         finally:
             os.unlink(plan_file)
         results.update(done)
@@ -58,13 +59,26 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
     return results
 
 
-def _one_worker(plan_file: str, pass_name: str, timeout: float, log: str | None):
+def worker_env(python: str) -> dict | None:
+    """The environment of a worker run by another interpreter (a SKU's torch.python):
+    ours, with benchflow's package on its PYTHONPATH; None (inherit) for our own."""
+    if python == sys.executable:
+        return None
+    from workflow.paths import REPO_ROOT
+
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), path]))}
+
+
+def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
+                log: str | None):
     """Runs a worker until it ends; returns (results, id of a case it hung or crashed
     on, why)."""
     err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
-        stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+        [python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
+        stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
+        env=worker_env(python))
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     results: dict[str, dict] = {}
@@ -115,7 +129,8 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     (out / "cases").mkdir(parents=True, exist_ok=True)
     m = sku["measurement"]
     plan = {"backend": backend, "threads": sku["torch"]["threads"], "measurement": m,
-            "tolerances": tolerances, "artifacts_dir": str(out / "artifacts")}
+            "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
+            "python": sku["torch"].get("python")}
     t0 = time.monotonic()
     char = run_pass(plan, "characterize", cases, timeout_per_case=timeout_per_case, log=log)
     live = [c for c in cases if char[c["id"]].get("status") == "ok"]
@@ -142,19 +157,40 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
         invocations(noisy, m["invocations"])  # twice the invocations in all, then decide
         reruns = {c["id"] for c in noisy}
     measure_s = time.monotonic() - t0
+    interpreter = interpreter_provenance(plan["python"], log)
     records = []
     for case in cases:
         results = torch_results(char[case["id"]], samples.get(case["id"], []),
                                 failures.get(case["id"]), m, case["identity"]["compile_mode"],
                                 noisy_reruns=int(case["id"] in reruns))
         data = assemble(case["identity"], results,
-                        torch_provenance(sku, char[case["id"]])).to_dict()
+                        {**torch_provenance(sku, char[case["id"]]), **interpreter}).to_dict()
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
         "cases": [c["id"] for c in cases], "seconds": measure_s,
         "worker_passes": 1 + m["invocations"] + (m["invocations"] if reruns else 0)})
     return records
+
+
+def interpreter_provenance(python: str | None, log: str | None) -> dict:
+    """A SKU's own interpreter and the torch / torchao it imports (nothing for ours,
+    whose versions the report's provenance holds)."""
+    if not python:
+        return {}
+    probe = ("import importlib.metadata as m, json\n"
+             "print(json.dumps({d: m.version(d) for d in ('torch', 'torchao')}))")
+    try:
+        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                              timeout=120, env=worker_env(python))
+        versions = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        versions = {"torch": None, "torchao": None}
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"could not ask {python} for its torch version\n")
+    return {"torch_python": python, "torch_version": versions.get("torch"),
+            "torchao_version": versions.get("torchao")}
 
 
 def torch_results(char: dict, samples: list[dict], failure: str | None, m: dict,

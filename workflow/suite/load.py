@@ -319,10 +319,11 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
         suite.ab_pairs[key] = workloads
     m_problems = []
     for name, sku in suite.config["skus"].items():
-        for key in ("compile_tool", "benchmark_tool"):
-            tool = sku["iree"][key]
+        tools = [("iree", "compile_tool"), ("iree", "benchmark_tool"), ("torch", "python")]
+        for section, key in tools:
+            tool = sku[section][key]
             if tool and not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
-                m_problems.append(f"{source}: skus.{name}.iree.{key}: {tool!r} is not an "
+                m_problems.append(f"{source}: skus.{name}.{section}.{key}: {tool!r} is not an "
                                   "executable file; expected the path of a build of the tool")
         m = sku["measurement"]
         if m["max_invocations"] > m["invocations"]:
