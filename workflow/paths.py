@@ -49,15 +49,12 @@ EXPORT_META = EXPORT_DIR + "/export.json"
 # compile: one per SKU and workload.
 COMPILE_VMFB = COMPILE_DIR + "/module.vmfb"
 COMPILE_META = COMPILE_DIR + "/compile.json"
-# The IREE backend's runs, verifications and case records. A compiled module runs
-# unquantized only, so the run and verify stages make the baseline recipe's files; a case
-# record reads its own recipe's (IREE_RUN_TIMING, IREE_VERIFY_ACCURACY).
+# The IREE backend's runs and verifications: a compiled module runs unquantized only,
+# so the run and verify stages make the baseline recipe's files.
 IREE_RUN_TIMING = _fixed(RUN_DIR, backend="iree") + "/timing.json"
 IREE_VERIFY_ACCURACY = _fixed(VERIFY_DIR, backend="iree") + "/accuracy.json"
 IREE_BASELINE_RUN_TIMING = _fixed(IREE_RUN_TIMING, recipe="baseline")
 IREE_BASELINE_VERIFY_ACCURACY = _fixed(IREE_VERIFY_ACCURACY, recipe="baseline")
-IREE_CASE = _fixed(CASE, backend="iree")
-IREE_BASELINE_CASE = _fixed(IREE_CASE, recipe="baseline")
 
 # Targets of the benchmark-file rules (workflow.suite.sharktank): a tree of their own, so
 # that no rule of the export-based pipeline can also produce them.

@@ -6,7 +6,6 @@ from __future__ import annotations
 from workflow.records import schemas
 
 SCHEMA_VERSION = "1.0"
-VERDICTS = ("regression", "improvement", "no-difference", "inconclusive", "failed")
 
 
 def validate_ab(doc: dict) -> None:
