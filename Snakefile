@@ -1,7 +1,9 @@
 # benchflow: model x config x dtype x SKU x backend x recipe benchmarks.
 # The rules say what is built from what; workflow/ says how. In this file the global
 # name `workflow` is Snakemake's object, so the package is only ever from-imported.
+import os
 import sys
+import uuid
 
 from workflow.paths import AB, DASHBOARD, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.stages.plan import (
@@ -9,8 +11,11 @@ from workflow.stages.plan import (
     attach_benchmark_files,
     check_goldens,
     load_suite,
-    package_version,
+    verify_batches,
 )
+from workflow.backends.builds import package_build
+from workflow.stages.iree import RUN_ID_ENV
+from workflow.stages.suite_dir import suite_dir
 
 # The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
 # validated against config/schema.yaml before any job is scheduled, with the benchmark
@@ -19,21 +24,51 @@ from workflow.stages.plan import (
 # traceback, no job.
 try:
     SUITE = load_suite(workflow.overwrite_configfiles, workflow.config_settings.config)
+    # Where this suite works: a directory belongs to one suite, so that two suites never
+    # overwrite each other's results and reports (workflow/stages/suite_dir.py). Decided
+    # before any path of the suite is read, as the suite may move to a directory of its
+    # own; a --directory of another suite is refused here.
+    SUITE_DIR = suite_dir(SUITE, workflow.overwrite_configfiles,
+                          directory_given=workflow.overwrite_workdir is not None)
     BENCH = attach_benchmark_files(SUITE)
     check_goldens(SUITE)
 except Refused as refusal:
     print(refusal, file=sys.stderr)
     sys.exit(1)
+# Started (without --directory) where another suite's results are: this suite works in
+# runs/<its name>/ there, and the targets given on the command line are relative to it.
+# Everything below that reads results/ reads this suite's.
+if SUITE_DIR.moved:
+    if workflow.is_main_process:
+        print(SUITE_DIR.notice, file=sys.stderr)
+    workdir: SUITE_DIR.path
+
+
+# The directory becomes this suite's when it first runs a job there (not on a dry run).
+onstart:
+    SUITE_DIR.claim()
+
+
+# Finished IREE batches whose cases' files no longer verify (a record deleted, cut short,
+# edited or swapped, an MLIR or module truncated) get a repair note, a param of their job,
+# and so rerun, measuring those cases again. Only here, in the process that plans (never
+# in a SLURM job's nested snakemake, which would race the batches being measured). The
+# run id lets the batches of one run share a failed export without retrying it, while a
+# later forced run retries it.
+if workflow.is_main_process:
+    os.environ.setdefault(RUN_ID_ENV, uuid.uuid4().hex)
+    for line in verify_batches(SUITE):
+        print(line, file=sys.stderr)
 # Scripts read settings that must not invalidate results (timeouts) from here.
 config.clear()
 config.update(SUITE.config)
 
-# Tool versions are params: upgrading torch reruns every export, upgrading
-# iree-base-compiler every compile, the runtime every timing and verification.
-TORCH_VERSION = package_version("torch")
-IREE_COMPILER_VERSION = package_version("iree-base-compiler")
-IREE_RUNTIME_VERSION = package_version("iree-base-runtime")
-TORCHAO_VERSION = package_version("torchao")
+# The builds of the IREE packages (version and a digest of the files they installed:
+# workflow/backends/builds.py) are params of the benchmark-file and A/B rules: another
+# build reruns what it compiled or timed. The IREE and torch batches carry theirs in
+# their `content` params, with the model sources.
+IREE_COMPILER_VERSION = package_build("iree-base-compiler")
+IREE_RUNTIME_VERSION = package_build("iree-base-runtime")
 
 # Timing jobs take the one bench_slot (DESIGN.md) so that they never overlap each
 # other, even without a profile: the limit defaults to 1 unless --resources or a

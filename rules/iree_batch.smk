@@ -2,8 +2,13 @@
 # start to finish: export (shared by the workload's SKUs), iree-compile,
 # iree-benchmark-module (one fresh process per invocation, DESIGN.md protocol),
 # verification against the fp32 reference, case record.
-from workflow.paths import IREE_BATCH, IREE_BATCH_LOG
-from workflow.stages.plan import iree_batch_plan, sku_settings
+from workflow.paths import IREE_BATCH, IREE_BATCH_LOG, iree_batch_path
+from workflow.stages.plan import (
+    batch_repair,
+    iree_batch_content,
+    iree_batch_plan,
+    sku_settings,
+)
 from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
 
 
@@ -15,9 +20,17 @@ rule iree_batch:
         # Only this SKU's settings: changing its flags reruns only this SKU's batches.
         sku=lambda wc: sku_settings(SUITE, wc.sku),
         tolerances=SUITE.config["accuracy"],
-        torch_version=TORCH_VERSION,
-        compiler_version=IREE_COMPILER_VERSION,
-        runtime_version=IREE_RUNTIME_VERSION,
+        # What the cases are made from, by content (stages/keys.py): the model source
+        # files and the builds of torch, the FX importer and the SKU's IREE tools. An
+        # edited model file reruns the batches of its cases, and `snakemake -n` prints
+        # this dict before and now; the job re-measures only the cases it changed.
+        content=lambda wc: iree_batch_content(SUITE, wc.sku, wc.batch),
+        # A failed case is measured again when a timeout changes (stages/iree.py); a
+        # finished one is reused, its key has no timeouts.
+        timeouts=SUITE.config["timeouts"],
+        # Set by the Snakefile when a member's files no longer verify (stages/plan.py's
+        # verify_batches): the batch reruns once and measures those members again.
+        repair=lambda wc: batch_repair(iree_batch_path((wc.sku, wc.batch))),
     log:
         IREE_BATCH_LOG,
     conda:

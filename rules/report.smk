@@ -1,11 +1,16 @@
-# report: every case record -> results/report.json (schema-validated before writing).
-from workflow.paths import REPORT, REPORT_LOG, iree_batch_path, torch_batch_dir
+# report: every case record -> results/report.json (schema-validated before writing); the
+# renders of the previous report are removed (paths.REPORT_DERIVED), so none shows an
+# older report, and a case whose record cannot be used is a failed case, measured again
+# by the next run (workflow/stages/report.py).
+from workflow.paths import REPORT, REPORT_DAMAGED, REPORT_LOG, iree_batch_path, torch_batch_dir
 from workflow.stages.plan import (
     bench_case_paths,
     bench_skipped_plan,
     report_golden_inputs,
+    report_records,
     unsupported_plan,
 )
+from workflow.stages.report import damage_note
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
@@ -19,8 +24,18 @@ rule report:
         cases=bench_case_paths(BENCH),
         goldens=report_golden_inputs(SUITE),
     output:
-        report=REPORT,
+        # update(): Snakemake does not remove the previous report before the job, and
+        # restores its backup of it when the job fails; the step writes atomically. So a
+        # report step that fails leaves the last complete report.json in place.
+        report=update(REPORT),
     params:
+        # Every measured case: where its record is, and its identity (a missing or
+        # damaged record is a failed case of it; the inputs above order the jobs and
+        # trigger the reruns).
+        records=report_records(SUITE, BENCH),
+        # A new note (records the last report could not use) reruns the report, which
+        # then makes those records again.
+        damaged=damage_note(REPORT_DAMAGED),
         suite_name=SUITE.config["suite_name"],
         config_hash=SUITE.config_hash(),
         config_source=SUITE.source,

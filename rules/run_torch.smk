@@ -1,7 +1,7 @@
 # run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
 # support checks, accuracy, graph statistics, then fresh-process invocations.
-from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG
-from workflow.stages.plan import torch_batch_plan
+from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG, torch_batch_dir
+from workflow.stages.plan import batch_repair, torch_batch_content, torch_batch_plan
 from workflow.stages.resources import torch_batch_mem_mb, torch_batch_runtime_min
 
 
@@ -13,8 +13,14 @@ rule run_torch:
         backend=lambda wc: SUITE.config["torch_backends"][wc.backend],
         sku=lambda wc: SUITE.sku(wc.sku),
         tolerances=SUITE.config["accuracy"],
-        torch_version=TORCH_VERSION,
-        torchao_version=TORCHAO_VERSION,
+        # By content (stages/keys.py): the model sources, the recipes' code, the torch and
+        # torchao builds of the SKU's interpreter (its own torch.python included).
+        content=lambda wc: torch_batch_content(SUITE, wc.sku, wc.backend, wc.recipe,
+                                               wc.batch),
+        # Set by the Snakefile when a case record no longer verifies (stages/plan.py's
+        # verify_batches): the batch reruns once.
+        repair=lambda wc: batch_repair(
+            torch_batch_dir((wc.sku, wc.backend, wc.recipe, wc.batch))),
     log:
         TORCH_BATCH_LOG,
     conda:

@@ -1,4 +1,7 @@
-# Adapter: Snakemake rule `gate` -> workflow.gate.run_gate (fails when a case regressed).
-from workflow.regression.gate import run_gate
+# Adapter: Snakemake rule `gate` -> workflow.stages.remeasure.run_gate_rule (fails when a
+# case regressed or could not be judged, or the goldens directory does not exist).
+from workflow.stages.remeasure import run_gate_rule
 
-run_gate(snakemake.input.report, snakemake.output.gate, snakemake.log[0])
+run_gate_rule(report=snakemake.input.report, out=snakemake.output.gate, log=snakemake.log[0],
+              goldens=snakemake.params.goldens, skus=snakemake.config["skus"],
+              timeouts=snakemake.config["timeouts"])

@@ -1,16 +1,21 @@
-# Adapter: Snakemake rule `report` -> workflow.report.aggregate.
+# Adapter: Snakemake rule `report` -> workflow.stages.report.aggregate; what it prints (a
+# line per case whose record could not be used) goes to the rule's log.
+import contextlib
+
+from workflow.paths import REPORT_DAMAGED, REPORT_DERIVED
 from workflow.stages.report import aggregate
 
-aggregate(
-    list(snakemake.input.cases),
-    snakemake.output.report,
-    iree_batches=list(snakemake.input.iree),
-    batch_dirs=list(snakemake.input.batches),
-    golden_files=list(snakemake.input.goldens),
-    gate=snakemake.params.gate,
-    unsupported=snakemake.params.unsupported,
-    skipped=snakemake.params.skipped,
-    suite_name=snakemake.params.suite_name,
-    config_hash=snakemake.params.config_hash,
-    config_source=snakemake.params.config_source,
-)
+with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log):
+    aggregate(
+        snakemake.params.records,
+        snakemake.output.report,
+        golden_files=list(snakemake.input.goldens),
+        gate=snakemake.params.gate,
+        unsupported=snakemake.params.unsupported,
+        skipped=snakemake.params.skipped,
+        derived=REPORT_DERIVED,
+        note=REPORT_DAMAGED,
+        suite_name=snakemake.params.suite_name,
+        config_hash=snakemake.params.config_hash,
+        config_source=snakemake.params.config_source,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -82,16 +83,30 @@ def test_second_run_does_nothing(finished):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+@contextlib.contextmanager
+def edited_suite(workdir, suite: dict):
+    """The suite file of `workdir` edited to `suite` (the same suite, changed: a copy
+    under another name would be another suite, refused in this suite's directory), then
+    restored for the tests after."""
+    path = workdir / "suite.yaml"
+    original = path.read_text()
+    write_suite(path, suite)
+    try:
+        yield path
+    finally:
+        path.write_text(original)
+
+
 def test_changed_flag_reruns_exactly_that_skus_jobs(finished):
     suite = tiny_suite()
     suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-opt-level=O1"]
-    changed = write_suite(finished / "changed.yaml", suite)
-    dry = snakemake(finished, "-n", "results/report.json", "--configfile", str(changed))
-    assert job_counts(dry) == {"iree_batch": 1, "report": 1}
-    assert "output: results/iree/host" not in dry.stdout
-    before = mtimes(finished)
-    snakemake(finished, "results/report.json", "--configfile", str(changed))
-    after = mtimes(finished)
+    with edited_suite(finished, suite) as changed:
+        dry = snakemake(finished, "-n", "results/report.json", "--configfile", str(changed))
+        assert job_counts(dry) == {"iree_batch": 1, "report": 1}
+        assert "output: results/iree/host" not in dry.stdout
+        before = mtimes(finished)
+        snakemake(finished, "results/report.json", "--configfile", str(changed))
+        after = mtimes(finished)
     rewritten = {p for p in after if after[p] != before.get(p)}
     # That SKU's compiles, runs, verifications and cases; the exports are reused.
     assert rewritten and all(p.startswith(("results/compile/generic", "results/run/generic",
@@ -130,11 +145,11 @@ def test_a_compiler_or_torch_upgrade_reruns_every_batch(
 def test_adding_a_workload_measures_it_alone_and_forcing_measures_all(finished):
     suite = tiny_suite()
     suite["workloads"].append({"model": "linear", "shapes": [[8, 16, 16]]})
-    grown = write_suite(finished / "grown.yaml", suite)
     snakemake(finished, "results/report.json", "--configfile", str(finished / "suite.yaml"))
-    before = mtimes(finished)
-    snakemake(finished, "results/report.json", "--configfile", str(grown))
-    after = mtimes(finished)
+    with edited_suite(finished, suite) as grown:
+        before = mtimes(finished)
+        snakemake(finished, "results/report.json", "--configfile", str(grown))
+        after = mtimes(finished)
     rewritten = {p for p in after if after[p] != before.get(p)}
     new = "linear-8x16x16-f32"
     cases = {p for p in rewritten if p.startswith("results/cases/")}
@@ -146,10 +161,11 @@ def test_adding_a_workload_measures_it_alone_and_forcing_measures_all(finished):
     assert f"host/iree/{new}/baseline: measuring" in log
     assert len(read_report(finished)["cases"]) == 6
     # Forcing the batches re-measures every case of them.
-    before = mtimes(finished)
-    snakemake(finished, "results/report.json", "--configfile", str(grown),
-              "--forcerun", "iree_batch")
-    after = mtimes(finished)
+    with edited_suite(finished, suite) as grown:
+        before = mtimes(finished)
+        snakemake(finished, "results/report.json", "--configfile", str(grown),
+                  "--forcerun", "iree_batch")
+        after = mtimes(finished)
     assert all(after[p] != before[p] for p in after if p.startswith("results/cases/"))
 
 

@@ -135,3 +135,40 @@ def test_blessed_goldens_pass_the_gate_until_a_real_regression(workdir, capsys):
     assert g["p_value"] == pytest.approx(1 / 70)
     assert main(["check", "--report", report]) == 1
     assert f"REGRESSED {LINEAR}: time regressed" in capsys.readouterr().out
+
+
+def test_an_inconclusive_case_fails_the_gate_until_measured_again(workdir, capsys,
+                                                                   monkeypatch):
+    """Issue 20: an inconclusive case is not a pass. The gate rule fails on it; `check`
+    exits 3 without re-measuring, and with its default budget measures the real module
+    again (the run stage's command, inputs written again) and judges the new invocations."""
+    gdir = workdir / "goldens"
+
+    def two_invocations(d):
+        # Two golden invocations (20x faster, from the test above): 4 against 2 cannot
+        # reach p < 0.05 (the smallest p is 1/15), so the verdict is inconclusive.
+        entry = d["cases"][LINEAR]
+        entry["invocation_medians_ms"] = entry["invocation_medians_ms"][:2]
+        entry["median_ms"] = sum(entry["invocation_medians_ms"]) / 2
+
+    edit(gdir / "host.json", two_invocations)
+    run(workdir, "results/report.json")
+    assert cases(workdir)[LINEAR]["golden"]["verdict"] == "inconclusive"
+    gate = run(workdir, "results/gate.json", check=False)
+    text = gate.stdout + gate.stderr
+    assert gate.returncode != 0 and "could not judge:" in text
+    assert f"{LINEAR}: inconclusive: would be regression" in text
+    assert not (workdir / "results/gate.json").exists()
+    monkeypatch.chdir(workdir)  # where results/ is: the re-measure reads the run's files
+    report = "results/report.json"
+    capsys.readouterr()
+    assert main(["check", "--report", report, "--remeasure-budget", "0"]) == 3
+    assert f"COULD NOT JUDGE {LINEAR}: inconclusive" in capsys.readouterr().out
+    assert main(["check", "--report", report, "--remeasure-budget", "0",
+                 "--allow-inconclusive"]) == 0
+    capsys.readouterr()
+    # 5 new invocations: as many as 5 against 2 need to reach p < 0.05 (1/21).
+    assert main(["check", "--report", report]) == 1
+    out = capsys.readouterr().out
+    assert f"REMEASURED {LINEAR}: inconclusive -> regression: 5 new invocations" in out
+    assert f"REGRESSED {LINEAR}: time regressed" in out

@@ -220,8 +220,19 @@ def test_check_against_a_goldens_directory_judges_afresh(tmp_path, capsys):
     write_json(report, make_report(make_case("host/iree/a/baseline", BASE),
                                    make_case("host/iree/b/baseline", BASE)))
     gdir = tmp_path / "goldens"
-    assert main(["check", "--report", str(report), "--goldens", str(gdir)]) == 0  # no goldens
-    assert "no-golden" in capsys.readouterr().out
+    # A goldens directory that does not exist is bad input (exit 2), not "0 regressed"
+    # (issue 20); an empty one judges nothing, and a gate that judged nothing could not
+    # judge (exit 3), unless inconclusive and no-golden cases are allowed.
+    assert main(["check", "--report", str(report), "--goldens", str(gdir)]) == 2
+    assert f"{gdir}: no such directory: --goldens takes" in capsys.readouterr().err
+    gdir.mkdir()
+    assert main(["check", "--report", str(report), "--goldens", str(gdir)]) == 3
+    out = capsys.readouterr().out
+    assert "COULD NOT JUDGE host/iree/a/baseline: no golden" in out
+    assert "no case of the report was judged" in out and "COULD NOT JUDGE: 0 of 2" in out
+    assert main(["check", "--report", str(report), "--goldens", str(gdir),
+                 "--allow-inconclusive"]) == 0
+    assert "NOT JUDGED host/iree/b/baseline: no golden" in capsys.readouterr().out
     assert main(["bless", "--report", str(report), "--goldens", str(gdir), "--yes"]) == 0
     slower = make_report(make_case("host/iree/a/baseline", [1.5 * x for x in BASE], dispatch=3),
                          make_case("host/iree/b/baseline", [1.01 * x for x in BASE]))

@@ -91,36 +91,30 @@ def test_fixed_invocations_below_six_have_no_95_percent_interval(monkeypatch):
 
 
 def test_content_keys_follow_what_decides_a_result(monkeypatch):
-    from importlib import metadata
+    from workflow.backends import builds
+    from workflow.stages import keys
 
     spec = {"model": "linear", "shape": [1, 2, 3], "dtype": "f32"}
     case = {"spec": spec, "identity": {"id": "host/iree/w/baseline"}}
     sku = {"description": "one", "iree": {"device": "local-task"}, "measurement": {"n": 1}}
-    export, job = stage.export_key(spec), stage.job_key(case, sku, {}, True)
+
+    def job(s=sku, here=True):
+        return keys.digest(keys.case_parts(case, s, {}, here))
+
+    export, first = keys.export_key(spec), job()
     # Rewording a SKU's description changes nothing; its settings, the device being
-    # here, the spec and every tool version do.
-    assert stage.job_key(case, {**sku, "description": "two"}, {}, True) == job
-    assert stage.job_key(case, {**sku, "measurement": {"n": 2}}, {}, True) != job
-    assert stage.job_key(case, sku, {}, False) != job
-    assert stage.export_key({**spec, "shape": [1, 2, 4]}) != export
-    real = metadata.version
+    # here, the spec and every tool build do.
+    assert job({**sku, "description": "two"}) == first
+    assert job({**sku, "measurement": {"n": 2}}) != first
+    assert job(here=False) != first
+    assert keys.export_key({**spec, "shape": [1, 2, 4]}) != export
+    real = builds.package_build
     for dist in ("torch", "iree-base-compiler"):
-        monkeypatch.setattr(metadata, "version",
-                            lambda d, dist=dist: "99" if d == dist else real(d))
-        assert stage.export_key(spec) != export and stage.job_key(case, sku, {}, True) != job
-    monkeypatch.setattr(metadata, "version",
-                        lambda d: "99" if d == "iree-base-runtime" else real(d))
-    assert stage.export_key(spec) == export and stage.job_key(case, sku, {}, True) != job
-
-
-def test_only_a_readable_record_with_the_same_key_is_reused(tmp_path):
-    path = tmp_path / "case.json"
-    assert not stage._reusable(str(path), "k")          # absent
-    path.write_text('{"provenance": {"job_key": "k"}')   # cut short
-    assert not stage._reusable(str(path), "k")
-    path.write_text('["a list"]')                         # edited into something else
-    assert not stage._reusable(str(path), "k")
-    path.write_text('{"provenance": {"job_key": "old"}}')
-    assert not stage._reusable(str(path), "k")
-    path.write_text('{"provenance": {"job_key": "k"}}')
-    assert stage._reusable(str(path), "k")
+        fake = lambda d, dist=dist: "another build" if d == dist else real(d)  # noqa: E731
+        monkeypatch.setattr(builds, "package_build", fake)
+        monkeypatch.setattr(keys, "package_build", fake)
+        assert keys.export_key(spec) != export and job() != first
+    fake = lambda d: "another build" if d == "iree-base-runtime" else real(d)  # noqa: E731
+    monkeypatch.setattr(builds, "package_build", fake)
+    monkeypatch.setattr(keys, "package_build", fake)
+    assert keys.export_key(spec) == export and job() != first

@@ -266,7 +266,8 @@ def test_a_malformed_report_is_refused_in_one_line(case_id, description, how, ex
     if (case_id, command.split("-")[0]) in ACCEPTED:
         assert main(argv) == 0
         return
-    assert main(argv) == 1
+    # A gate's bad input exits 2: its 1 means a regression (README, "Exit codes").
+    assert main(argv) == (2 if command.startswith("check") else 1)
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert len(lines) == 1, captured.err
@@ -288,13 +289,15 @@ def test_a_minor_schema_version_is_read_and_a_major_is_refused(tmp_path, capsys)
     path = tmp_path / "r.json"
     write_json(path, {**valid_report(), "schema_version": "1.9"})
     assert read_report(path)["schema_version"] == "1.9"
-    for argv in (["check", "--report", str(path)], ["compare", str(path), str(path)],
+    # (No case has a golden: only with --allow-inconclusive is that a pass of the gate.)
+    for argv in (["check", "--report", str(path), "--allow-inconclusive"],
+                 ["compare", str(path), str(path)],
                  ["coverage", "--report", str(path)],
                  ["bless", "--report", str(path), "--goldens", str(tmp_path / "g")]):
         assert main(argv) == 0, argv
     write_json(path, {**valid_report(), "schema_version": "2.0"})
     capsys.readouterr()
-    assert main(["check", "--report", str(path)]) == 1
+    assert main(["check", "--report", str(path)]) == 2
     assert "schema_version 2.0" in capsys.readouterr().err
 
 
@@ -342,7 +345,8 @@ def test_the_console_script_prints_no_traceback(case_id, args, tmp_path):
     script = Path(sys.executable).with_name("benchflow")
     proc = subprocess.run([str(script), *argv], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
-    assert proc.returncode == 1, proc.stderr
+    # A gate's (check's) bad input exits 2, every other command's 1.
+    assert proc.returncode == (2 if args[0] == "check" else 1), proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [proc.stderr.strip()] and \
         proc.stderr.startswith(f"{bad}: "), proc.stderr
@@ -370,7 +374,7 @@ def test_check_against_malformed_goldens_fails(case_id, description, how, expect
     path = make_input(case_id, tmp_path)
     report = tmp_path / "r.json"
     write_json(report, valid_report())
-    assert main(["check", "--report", str(report), "--goldens", str(path.parent)]) == 1
+    assert main(["check", "--report", str(report), "--goldens", str(path.parent)]) == 2
     captured = capsys.readouterr()
     assert "ok:" not in captured.out
     assert any(line.startswith(f"{path}: cases.{CID}") for line in captured.err.splitlines())
@@ -404,5 +408,5 @@ def test_goldens_must_be_a_directory(command, tmp_path, capsys):
     report = tmp_path / "r.json"
     write_json(report, valid_report())
     assert main([command, "--report", str(report), "--goldens", str(report), "--yes"
-                 ][: 5 if command == "check" else 6]) == 1
+                 ][: 5 if command == "check" else 6]) == (2 if command == "check" else 1)
     assert capsys.readouterr().err.startswith(f"{report}: not a directory")

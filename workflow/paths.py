@@ -12,6 +12,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = "results"
 LOGS = "logs"
+# Which suite a working directory belongs to (workflow/stages/suite_dir.py), and where
+# another suite's working directories go, under the directory snakemake was started in.
+SUITE_MARKER = RESULTS + "/.suite.json"
+RUNS = "runs"
 
 
 def _fixed(pattern: str, **values: str) -> str:
@@ -40,6 +44,12 @@ REPORT_CSV = RESULTS + "/report.csv"
 DASHBOARD = RESULTS + "/dashboard.json"
 REPORT_HTML = RESULTS + "/report.html"
 PEAK = RESULTS + "/peak.json"
+# What is made from REPORT alone: the report step removes them when it writes a new
+# report, so that none of them ever shows an older one (docs/DESIGN.md, "Reports").
+REPORT_DERIVED = (REPORT_MD, REPORT_CSV, DASHBOARD, REPORT_HTML, GATE)
+# The case records the last report that found any could not use: a param of the report
+# rule, so that the next run makes them again (workflow/stages/report.py, damage_note).
+REPORT_DAMAGED = RESULTS + "/report.damaged.json"
 
 # The files of each stage. export: one per workload, shared by every SKU.
 EXPORT_MLIR = EXPORT_DIR + "/module.mlirbc"

@@ -182,11 +182,11 @@ def main() -> None:
         ids = sorted(c["id"] for c in r1["cases"] if c["status"] == "ok")
         n = len(ids)
         goldens.write_plan(goldens.plan_bless(r1, "run-1", gdir))
-        t2 = snakemake(workdir, suite(), "--forcerun", "run_iree")
+        t2 = snakemake(workdir, suite(), "--forcerun", "iree_batch")
         r2, m2 = read_json(workdir / "results/report.json"), timings(workdir)
         # Run 3 against goldens pooled from runs 1 and 2.
         goldens.write_plan(goldens.plan_bless(r2, "run-2", gdir, earlier=[r1]))
-        t3 = snakemake(workdir, suite(), "--forcerun", "run_iree")
+        t3 = snakemake(workdir, suite(), "--forcerun", "iree_batch")
         r3, m3 = read_json(workdir / "results/report.json"), timings(workdir)
         noisy = [sum(c["timing"]["noisy"] for c in r["cases"] if c["timing"])
                  for r in (r1, r2, r3)]

@@ -1,7 +1,11 @@
 """`benchflow ab`: builds results/ab.json (the suite's interleaved A/B pairs) with
-Snakemake, then prints one line per pair and workload; exit 1 when any is a regression.
+Snakemake, then prints one line per pair and workload. Exit 0 when every row was judged
+and none regressed, 1 on a regression, 2 for bad input (no such suite, a suite that does
+not load or declares no ab_pairs, an unreadable ab.json), 3 when a row could not be judged
+(failed, or inconclusive without --allow-inconclusive) or snakemake failed.
 
-    benchflow ab --configfile suite.yaml [--cores 2] [-- extra snakemake options]
+    benchflow ab --configfile suite.yaml [--cores 2] [--allow-inconclusive]
+                 [-- extra snakemake options]
 """
 
 from __future__ import annotations
@@ -12,21 +16,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workflow.cli.options import EXIT_CODES, HEADS, add_allow_inconclusive, gate_command
 from workflow.errors import ConfigError
 from workflow.paths import AB, REPO_ROOT
+from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("ab", help="interleaved A/B comparison of the suite's ab_pairs "
-                                  "(results/ab.json); exit 1 on a regression")
+                                  "(results/ab.json); exit 1 on a regression, 2 for bad "
+                                  "input, 3 when a pair could not be judged")
     p.add_argument("--configfile", required=True, type=Path,
                    help="the suite (it must declare ab_pairs)")
     p.add_argument("--cores", default="all", help="snakemake --cores (default: all)")
-    p.add_argument("--directory", type=Path, default=Path("."),
-                   help="the working directory holding results/ (default: here)")
+    p.add_argument("--directory", type=Path, default=None,
+                   help="the working directory holding results/ (default: the suite's "
+                        "own, as snakemake started here chooses it: here, or runs/<name>/ "
+                        "when here holds another suite's results)")
+    add_allow_inconclusive(p, "inconclusive rows")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                    help="after --: more snakemake options")
-    p.set_defaults(func=run)
+    p.set_defaults(func=gate_command(run))
 
 
 def line(row: dict) -> str:
@@ -42,18 +52,89 @@ def line(row: dict) -> str:
             f"detectable {mde}")
 
 
+def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]:
+    """The gate's outcome of A/B rows (workflow/regression/gate.py's names) and its
+    lines: one per row not judged, naming the pair and why, then the summary."""
+    from workflow.stages.ab import FAILED
+    from workflow.stats.paired import INCONCLUSIVE
+
+    def pair(r: dict) -> str:
+        return f"{r['base']} -> {r['new']} {r['workload']}"
+
+    regressed = [r for r in rows if r["verdict"] == "regression"]
+    failed = [r for r in rows if r["verdict"] == FAILED]
+    inconclusive = [r for r in rows if r["verdict"] == INCONCLUSIVE]
+    unjudged = failed + ([] if allow_inconclusive else inconclusive)
+    result = REGRESSED if regressed else UNJUDGED if unjudged else PASSED
+    lines = [f"COULD NOT JUDGE {pair(r)}: failed at {r.get('failed_stage')}, no rounds "
+             f"measured: {r.get('error')}" for r in failed]
+    lines += [f"{'NOT JUDGED' if allow_inconclusive else 'COULD NOT JUDGE'} {pair(r)}: "
+              f"inconclusive, its interval spans the margin after {r['rounds']} rounds "
+              f"({r['stop_reason']})"
+              + (" (counted as ok: --allow-inconclusive)" if allow_inconclusive else "")
+              for r in inconclusive]
+    lines.append(f"{HEADS[result]}: {len(regressed)} of {len(rows)} A/B row(s) regressed, "
+                 f"{len(unjudged)} could not be judged")
+    return result, lines
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of an ab.json; bad input (ConfigError) when it cannot be read."""
+    try:
+        doc = json.loads(path.read_text())
+        rows = doc["pairs"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r
+                                                 for r in rows):
+            raise TypeError("pairs: expected a list of rows with a verdict")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ConfigError([f"{path}: cannot be read as A/B results: {exc}"]) from None
+    if not rows:
+        raise ConfigError([f"{path}: pairs: empty; expected a row per pair and workload"])
+    return rows
+
+
+def declares_pairs(configfile: Path):
+    """The suite; bad input before any job: a suite that is not one, or declares no
+    ab_pairs."""
+    from workflow.suite.load import load
+
+    if not configfile.is_file():
+        raise ConfigError([f"{configfile}: no such suite file"])
+    suite = load([str(configfile)], {})
+    if not suite.ab_pairs:
+        raise ConfigError([f"{configfile}: ab_pairs: none declared; expected at least one "
+                           "{base, new} pair of SKUs (README, \"A/B comparisons\")"])
+    return suite
+
+
 def run(args: argparse.Namespace) -> int:
-    if not args.configfile.is_file():
-        raise ConfigError([f"{args.configfile}: no such suite file"])
+    from workflow.stages.plan import Refused
+    from workflow.stages.suite_dir import suite_dir
+
+    suite = declares_pairs(args.configfile)
     extra = [a for a in args.snakemake_args if a != "--"]
+    if args.directory is None:
+        # Where snakemake started here puts this suite's results (stages/suite_dir.py).
+        try:
+            where = suite_dir(suite, [args.configfile], directory_given=False).path
+        except Refused as exc:
+            raise ConfigError(exc.problems) from None
+        directory = []
+    else:
+        where, directory = args.directory, ["--directory", str(args.directory)]
     # The target before --configfile, which takes every word after it.
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
-           "--directory", str(args.directory), "--cores", str(args.cores), AB, *extra,
+           *directory, "--cores", str(args.cores), AB, *extra,
            "--configfile", str(args.configfile.resolve())]
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
-        return proc.returncode
-    doc = json.loads((args.directory / AB).read_text())
-    for row in doc["pairs"]:
+        print(f"COULD NOT JUDGE: snakemake exited {proc.returncode} before {AB} was "
+              "complete (its output above names the failed job)")
+        return EXIT_CODES[UNJUDGED]
+    rows = read_rows(where / AB)
+    for row in rows:
         print(line(row))
-    return 1 if any(r["verdict"] == "regression" for r in doc["pairs"]) else 0
+    result, lines = outcome(rows, args.allow_inconclusive)
+    for text in lines:
+        print(text)
+    return EXIT_CODES[result]

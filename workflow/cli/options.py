@@ -1,8 +1,41 @@
-"""Options shared by subcommands: the gate's thresholds (`compare`, `check`)."""
+"""Options shared by subcommands: the gate's thresholds (`compare`, `check`), and the
+exit codes of the gates (`check`, `ab`)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
+
+from workflow.errors import ConfigError
+from workflow.regression.gate import BAD_INPUT, PASSED, REGRESSED, UNJUDGED
+
+# The exit codes of `benchflow check` and `benchflow ab` (README, "Exit codes of the
+# gates"), one per gate outcome (workflow/regression/gate.py). main() maps a ConfigError
+# to 1 for every other command; for a gate 1 means a regression, so a gate's bad input
+# (its ConfigError) exits 2 through gate_command.
+EXIT_CODES = {PASSED: 0, REGRESSED: 1, BAD_INPUT: 2, UNJUDGED: 3}
+# The first word of a gate's last line, per outcome.
+HEADS = {PASSED: "ok", REGRESSED: "FAIL", UNJUDGED: "COULD NOT JUDGE"}
+
+
+def gate_command(run):
+    """A gate's run(args): bad input (a ConfigError) prints every problem and exits 2."""
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            return EXIT_CODES[BAD_INPUT]
+    return wrapped
+
+
+def add_allow_inconclusive(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--allow-inconclusive", action="store_true",
+                   help=f"count {what} as ok (exit 0), as before issue 20; a failed one "
+                        "still exits 3")
 
 
 def add_gate_options(p: argparse.ArgumentParser) -> None:

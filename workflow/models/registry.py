@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 DTYPES = ("f32", "f16", "bf16")
@@ -143,7 +144,7 @@ def load_model_files(paths) -> None:
     """Imports Python files whose `@benchmark_model` decorators register more models
     (a suite's `model_modules`), once each per process."""
     import importlib.util
-    from pathlib import Path
+    import sys
 
     for path in paths:
         path = str(Path(path).resolve())
@@ -154,6 +155,10 @@ def load_model_files(paths) -> None:
         if spec is None or spec.loader is None:
             raise ImportError(f"{path}: not a Python file")
         module = importlib.util.module_from_spec(spec)
+        # A model file may import its own helper files beside it, as a script could; they
+        # are part of its sources (model_sources). Appended: they never shadow a package.
+        if str(Path(path).parent) not in sys.path:
+            sys.path.append(str(Path(path).parent))
         _CURRENT_FILE.append(path)
         try:
             spec.loader.exec_module(module)
@@ -196,3 +201,111 @@ def load_builtin_models() -> None:
 
     for name in BUILTIN_MODULES:
         importlib.import_module(f"workflow.models.{name}")
+
+
+def model_sources(name: str) -> dict[str, str]:
+    """The files a model is built from, by content: {file: sha256 prefix}.
+
+    A model's code decides its module and weights, so every cache of its results is keyed
+    by these digests (DESIGN.md, "Content keys"): the file that defines the model (a suite's
+    `model_modules` file or the built-in module), and, followed through their imports, the
+    `workflow.models` modules it builds on (common.py's seeding and casting) and the files
+    beside a model_modules file that it imports. Editing one model's file changes the keys
+    of that model's cases only. Built-in files are named relative to the repository."""
+    import importlib.util
+
+    spec = get_model(name)
+    if spec.source:
+        start = Path(spec.source)
+    else:
+        origin = importlib.util.find_spec(spec.fn.__module__).origin
+        start = Path(origin)
+    return {_label(path): _digest(path) for path in sorted(_source_closure(start))}
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent  # workflow/models
+_REPO_DIR = _PACKAGE_DIR.parent.parent
+
+
+def _label(path: Path) -> str:
+    try:
+        return str(path.relative_to(_REPO_DIR))
+    except ValueError:
+        return str(path)
+
+
+def _stamp(path: Path) -> tuple:
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), None, None)
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+# Digests and import closures, valid while the files keep their size and mtime: a dry run
+# of a 10,000-case suite asks for its models' sources once per case.
+_DIGESTS: dict[tuple, str] = {}
+_CLOSURES: dict[Path, tuple[tuple, frozenset[Path]]] = {}
+
+
+def _digest(path: Path) -> str:
+    """The digest of a source file's syntax tree: an edit of code changes it, an edit of
+    comments or layout does not (it re-measures nothing). A file that does not parse is
+    taken by its bytes."""
+    import ast
+    import hashlib
+
+    stamp = _stamp(path)
+    if stamp not in _DIGESTS:
+        raw = path.read_bytes()
+        try:
+            raw = ast.dump(ast.parse(raw, filename=str(path))).encode()
+        except (SyntaxError, ValueError):
+            pass
+        _DIGESTS[stamp] = hashlib.sha256(raw).hexdigest()[:16]
+    return _DIGESTS[stamp]
+
+
+def _source_closure(start: Path) -> frozenset[Path]:
+    """`start` and the model files it imports, transitively: `workflow.models.X` modules,
+    and modules beside `start` (a suite's model file importing its own helper file).
+    Read with ast, never imported: planning must not run a model's code."""
+    import ast
+
+    cached = _CLOSURES.get(start)
+    if cached and cached[0] == tuple(_stamp(p) for p in sorted(cached[1])):
+        return cached[1]
+    seen: set[Path] = set()
+    todo = [start.resolve()]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError:
+            continue  # the model's own import reports it; its bytes are still hashed
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for mod in names:
+                todo.extend(_module_file(mod, path.parent))
+    closure = frozenset(seen)
+    _CLOSURES[start] = (tuple(_stamp(p) for p in sorted(closure)), closure)
+    return closure
+
+
+def _module_file(module: str, beside: Path) -> list[Path]:
+    """The file of an imported module that belongs to a model's sources, if any."""
+    parts = module.split(".")
+    # The registry is left out: it records metadata and calls the model function, whose
+    # file and helpers build the module; editing it must not re-measure every model.
+    if parts[:2] == ["workflow", "models"] and len(parts) == 3 and parts[2] != "registry":
+        return [_PACKAGE_DIR / f"{parts[2]}.py"]
+    if len(parts) == 1 and beside != _PACKAGE_DIR:
+        return [beside / f"{parts[0]}.py"]
+    return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -139,6 +140,25 @@ def _case_list_schema(case_requires: tuple[str, ...] = ()) -> dict:
     schema = _with_case_fields(report_schema(), case_requires)
     return {"$schema": schema["$schema"], "$defs": schema["$defs"],
             "type": "array", "items": {"$ref": "#/$defs/case"}}
+
+
+@cache
+def _case_schema() -> dict:
+    schema = report_schema()
+    return {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": "#/$defs/case"}
+
+
+@cache
+def _case_validator():
+    return schemas.validator(_case_schema())
+
+
+def case_problem(record) -> str | None:
+    """Why `record` (a case record read back from its file) is not one the report may
+    hold, in one line (key path and what was expected), or None when it is."""
+    if _case_validator().is_valid(record):  # one compiled validator: the common case
+        return None
+    return _schema_problem(record, _case_schema(), "case record")
 
 
 def read_report(path: str | Path, *, results_files: bool = False,

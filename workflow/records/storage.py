@@ -74,6 +74,53 @@ def read_json(path: str | Path) -> Any:
         return json.load(fh)
 
 
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (modules and MLIR can be gigabytes)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fingerprint(path: str | Path) -> dict:
+    """What a reader later checks a file against: its size, mtime and sha256."""
+    st = Path(path).stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": file_sha256(path)}
+
+
+def fingerprint_problem(path: str | Path, recorded: dict | None, *, quick: bool = False
+                        ) -> str | None:
+    """Why the file at `path` is not the one `recorded` (a fingerprint()) describes, or
+    None when it is. The same size and mtime are taken as the same file when `quick`
+    (the Snakefile's check of every finished case at load must stay cheap); otherwise,
+    and whenever they differ, the bytes are hashed: a file touched but unchanged is
+    still the same file, one edited, swapped or cut short is not."""
+    if not recorded:
+        return "no fingerprint was recorded for it"
+    try:
+        st = Path(path).stat()
+    except FileNotFoundError:
+        return "it is missing"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if not Path(path).is_file():
+        return "it is not a regular file"
+    same_stat = st.st_size == recorded.get("size") and st.st_mtime_ns == recorded.get("mtime_ns")
+    if quick and same_stat:
+        return None
+    try:
+        if file_sha256(path) == recorded.get("sha256"):
+            return None
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if st.st_size != recorded.get("size"):
+        return f"its size changed ({recorded.get('size')} -> {st.st_size} bytes)"
+    return "its content changed since it was written (sha256 differs)"
+
+
 def touch_empty(path: str | Path) -> None:
     """Creates an empty artifact for a failed stage.
 

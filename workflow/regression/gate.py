@@ -4,16 +4,24 @@ The case step calls `golden_section` (its verdict travels in the case record, so
 report shows it); `check` reads those verdicts back, or judges a report afresh against
 another goldens directory. `results/report.json` never fails because of a regression:
 only `benchflow check` and the `results/gate.json` target do.
+
+A gate never passes without having judged (issue 20): `assess` sorts every case into
+regressed, could not judge (inconclusive, failed with nothing judged, no golden when
+goldens are required, or no golden anywhere in the report) and not judged but counted
+as ok (no golden, skipped, inconclusive when allowed), and the outcome is the worst of
+them: bad input, regressed, could not judge, passed (DESIGN.md, "Goldens and the gate").
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow.records.storage import read_json, write_json
+from workflow.errors import ConfigError
+from workflow.records.storage import write_json
 from workflow.regression import goldens
 from workflow.stats import verdict
 
@@ -22,8 +30,6 @@ def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict
                    file_goldens: dict | None = None, file_source: str | None = None) -> dict:
     """The `golden` section of a case record: every field of record.Golden, those the
     verdict leaves open at their defaults, so that it is complete wherever it is used."""
-    from dataclasses import asdict
-
     from workflow.records.case import Golden
 
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
@@ -95,17 +101,62 @@ def _detail(g: dict) -> str:
     return "; ".join(parts)
 
 
+def judged_again(case: dict, golden_file: str | Path | None, gate_config: dict | None
+                 ) -> dict:
+    """The case's `golden` section judged afresh (its own benchmark file's goldens too)."""
+    fg, source = file_goldens_of(case)
+    return {**case.get("golden", {}),
+            **golden_section(case, golden_file, gate_config, fg, source)}
+
+
+def golden_ref(case: dict, golden_file: str | Path | None) -> verdict.GoldenRef | None:
+    """The golden a case is judged against (golden_section's lookup)."""
+    fg, source = file_goldens_of(case)
+    return goldens.lookup(case["id"], golden_file, fg, source)
+
+
+def golden_file_for(case: dict, goldens_dir: str | Path | None = None) -> Path | None:
+    """The golden file a case is judged against: its SKU's in `goldens_dir`, else the
+    golden file its verdict came from (None when that was its benchmark file)."""
+    if goldens_dir is not None:
+        return goldens.golden_path(goldens_dir, case["sku"])
+    source = (case.get("golden") or {}).get("source")
+    if not source or source == (case.get("provenance") or {}).get("benchmark_file"):
+        return None
+    return Path(source) if Path(source).is_file() else None
+
+
 def rejudge(report: dict, goldens_dir: str | Path, gate_config: dict | None) -> dict:
     """A copy of the report whose cases are judged against another goldens directory."""
     out = dict(report)
-    cases = []
-    for case in report["cases"]:
-        fg, source = file_goldens_of(case)
-        g = golden_section(case, goldens.golden_path(goldens_dir, case["sku"]), gate_config,
-                           fg, source)
-        cases.append({**case, "golden": {**case.get("golden", {}), **g}})
-    out["cases"] = cases
+    out["cases"] = [{**case, "golden": judged_again(case, golden_file_for(case, goldens_dir),
+                                                    gate_config)}
+                    for case in report["cases"]]
     return out
+
+
+def goldens_dir_problems(report: dict, goldens_dir: str | Path, what: str,
+                         strict: bool) -> list[str]:
+    """Bad input: a goldens directory that is not one. `strict` (a directory the user
+    named, `check --goldens`): it must exist. Otherwise (the suite's goldens.dir, which
+    has a default) it must exist when some case that ran has no golden from elsewhere (a
+    benchmark file's own goldens): a misspelt key must not make every case `no-golden`
+    and the gate pass."""
+    path = Path(goldens_dir)
+    if path.is_dir():
+        return []
+    if path.exists():
+        return [f"{goldens_dir}: not a directory: {what} takes the goldens directory "
+                "(<dir>/<sku>.json inside)"]
+    bare = [c["id"] for c in report["cases"] if c.get("status") not in verdict.NOT_RUN
+            and not (c.get("golden") or {}).get("source")]
+    if not strict and not bare:
+        return []
+    where = f" (from {Path.cwd()})" if not path.is_absolute() else ""
+    if not strict:
+        where += f"; {len(bare)} case(s) have no golden, e.g. {bare[0]}"
+    return [f"{goldens_dir}: no such directory{where}: {what} takes the goldens directory "
+            "(<dir>/<sku>.json, written by `benchflow bless --goldens DIR --yes`)"]
 
 
 def findings(report: dict) -> list[Finding]:
@@ -119,34 +170,157 @@ def findings(report: dict) -> list[Finding]:
     return out
 
 
-def summary(report: dict, found: list[Finding]) -> dict:
+# A gate's outcomes, the worst first (several apply: the first of them is the gate's):
+# nothing could be judged for bad input; a regression is a finding even where other cases
+# could not be judged. cli/options.py maps them to exit codes.
+BAD_INPUT, REGRESSED, UNJUDGED, PASSED = "bad-input", "regressed", "could-not-judge", "passed"
+OUTCOMES = (BAD_INPUT, REGRESSED, UNJUDGED, PASSED)
+
+# Why a case was not judged (NotJudged.kind).
+NO_GOLDEN, INCONCLUSIVE, FAILED, SKIPPED = "no-golden", "inconclusive", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class NotJudged:
+    case_id: str
+    kind: str    # no-golden | inconclusive | failed | skipped
+    why: str
+
+    def line(self) -> str:
+        return f"{self.case_id}: {self.why}"
+
+
+@dataclass
+class Assessment:
+    """Every case of a report, sorted by what the gate made of it."""
+
+    regressed: list[Finding] = field(default_factory=list)
+    unjudged: list[NotJudged] = field(default_factory=list)    # could not judge: fails
+    not_judged: list[NotJudged] = field(default_factory=list)  # counted as ok
+    judged: int = 0                                            # judged on some aspect
+    problems: list[str] = field(default_factory=list)          # bad input
+
+    @property
+    def outcome(self) -> str:
+        if self.problems:
+            return BAD_INPUT
+        return REGRESSED if self.regressed else UNJUDGED if self.unjudged else PASSED
+
+
+def _not_judged(case: dict) -> NotJudged | None:
+    """Why a case that did not regress was not judged; None when it was."""
+    g = case.get("golden") or {}
+    cid, status = case["id"], case.get("status")
+    if status in verdict.NOT_RUN:
+        return NotJudged(cid, SKIPPED, f"case {status}, not judged: {case.get('error')}")
+    if g.get("verdict") == verdict.INCONCLUSIVE:
+        return NotJudged(cid, INCONCLUSIVE, f"inconclusive: {g.get('reason')}")
+    aspects = ("verdict", "dispatch_verdict", "size_verdict")
+    if any(g.get(a) not in (None, verdict.NO_GOLDEN) for a in aspects):
+        return None
+    if not g.get("source"):
+        return NotJudged(cid, NO_GOLDEN, f"no golden ({g.get('reason') or 'none'})")
+    if status == "failed":
+        # It has a golden, but nothing the golden holds was measured: a failure the gate
+        # cannot weigh, never an ok.
+        return NotJudged(cid, FAILED, f"failed at {case.get('stage')}, nothing to judge "
+                                      f"against its golden {g['source']}: {g.get('reason')}")
+    return NotJudged(cid, NO_GOLDEN, f"no golden to compare with ({g.get('reason')})")
+
+
+def assess(report: dict, *, require_goldens: bool = False, allow_inconclusive: bool = False,
+           problems: list[str] = ()) -> Assessment:
+    """The gate's view of a report's verdicts. Could not judge (the gate fails): an
+    inconclusive case, a failed one with nothing judged, a case without a golden when
+    goldens are required, and every case when none has a golden at all (a gate that
+    judged nothing has not passed). `allow_inconclusive` counts inconclusive and
+    no-golden cases as ok, as before issue 20 (require_goldens still fails a case
+    without one); a failed case stays could-not-judge."""
+    out = Assessment(problems=list(problems), regressed=findings(report))
+    regressed = {f.case_id for f in out.regressed}
+    for case in report["cases"]:
+        if case["id"] in regressed:
+            out.judged += 1
+            continue
+        nj = _not_judged(case)
+        if nj is None:
+            out.judged += 1
+        elif (nj.kind == FAILED or (nj.kind == NO_GOLDEN and require_goldens)
+              or (nj.kind == INCONCLUSIVE and not allow_inconclusive)):
+            out.unjudged.append(nj)
+        else:
+            out.not_judged.append(nj)
+    if not out.judged and not allow_inconclusive:
+        # Nothing at all was judged: a missing or misspelt goldens directory, or goldens
+        # of other SKUs. Every case not judged is then a case the gate could not judge.
+        out.unjudged += [replace(nj, why=nj.why + "; no case of the report was judged")
+                         for nj in out.not_judged if nj.kind != SKIPPED]
+        out.not_judged = [nj for nj in out.not_judged if nj.kind == SKIPPED]
+        if not out.unjudged:
+            out.unjudged.append(NotJudged("(report)", NO_GOLDEN, "no case to judge"))
+    return out
+
+
+def summary(report: dict, a: Assessment, extra: dict | None = None) -> dict:
+    """What results/gate.json (and the gate's log) records of an assessment."""
     counts: dict[str, int] = {}
     for case in report["cases"]:
         v = (case.get("golden") or {}).get("verdict", verdict.NO_GOLDEN)
         counts[v] = counts.get(v, 0) + 1
     compile_only = sum(c.get("status") == goldens.COMPILE_ONLY for c in report["cases"])
-    return {"passed": not found, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "cases": len(report["cases"]), "time_verdicts": counts,
+    return {"passed": a.outcome == PASSED, "outcome": a.outcome,
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "cases": len(report["cases"]), "judged": a.judged, "time_verdicts": counts,
             # Judged on dispatch count and binary size only (no device: no time).
             "compile_only": compile_only,
             "regressed": [{"id": f.case_id, "aspects": f.aspects, "detail": f.detail}
-                          for f in found]}
+                          for f in a.regressed],
+            "could_not_judge": [asdict(nj) for nj in a.unjudged],
+            "not_judged": [asdict(nj) for nj in a.not_judged],
+            "problems": a.problems, **(extra or {})}
 
 
 class GateFailed(Exception):
     """Raised by the gate rule so that `snakemake results/gate.json` exits non-zero."""
 
 
-def run_gate(report_path: str, out: str, log: str) -> dict:
-    """The `gate` rule: writes the gate JSON when nothing regressed, else fails naming
-    every regressed case (in the log and in the error)."""
-    report = read_json(report_path)
-    found = findings(report)
-    result = summary(report, found)
+def run_gate(report_path: str, out: str, log: str, settings: dict | None = None,
+             remeasure: Callable[[dict], tuple[dict, list]] | None = None) -> dict:
+    """The `gate` rule: judges the report with the suite's `goldens` settings (`settings`;
+    None: the defaults, the goldens directory unchecked), re-measuring inconclusive cases
+    first with `remeasure` (report -> (report, outcomes with .to_dict())). Writes the gate
+    JSON only when the gate passed; otherwise fails naming every case that regressed or
+    could not be judged, or the bad input (in the log and in the error)."""
+    from workflow.records.report import read_report
+
+    s = settings or {}
+    try:
+        report = read_report(report_path)
+    except ConfigError as exc:
+        raise GateFailed("bad input:\n" + "\n".join(f"  {p}" for p in exc.problems)) from None
+    problems = (goldens_dir_problems(report, s["dir"], "goldens.dir", strict=False)
+                if "dir" in s else [])
+    remeasured = []
+    if remeasure is not None and not problems:
+        report, remeasured = remeasure(report)
+    a = assess(report, require_goldens=s.get("require_goldens", False),
+               allow_inconclusive=s.get("allow_inconclusive", False), problems=problems)
+    result = summary(report, a, {"remeasured": [r.to_dict() for r in remeasured]})
     with open(log, "w") as fh:
         fh.write(json.dumps(result, indent=1) + "\n")
-    if found:
-        raise GateFailed("regressions against the goldens:\n" +
-                         "\n".join(f"  {f.line()}" for f in found))
+    if a.outcome != PASSED:
+        raise GateFailed("\n".join(failure_lines(a)))
     write_json(out, result)
     return result
+
+
+def failure_lines(a: Assessment) -> list[str]:
+    """Why a gate did not pass: a heading per kind, then one line per case."""
+    lines = []
+    if a.problems:
+        lines += ["bad input:", *(f"  {p}" for p in a.problems)]
+    if a.regressed:
+        lines += ["regressions against the goldens:", *(f"  {f.line()}" for f in a.regressed)]
+    if a.unjudged:
+        lines += ["could not judge:", *(f"  {nj.line()}" for nj in a.unjudged)]
+    return lines

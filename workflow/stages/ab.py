@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workflow.backends.iree import tools as iree
-from workflow.errors import StageError
+from workflow.errors import ConfigError, StageError
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
 from workflow.stages.iree import _benchmark, sku_tool
@@ -130,10 +130,16 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
 
 
 def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str) -> dict:
-    """Every A/B row into results/ab.json, validated against its schema before writing."""
+    """Every A/B row into results/ab.json, validated against its schema before writing.
+    A suite without ab_pairs has no rows: bad input, never an empty file that a gate
+    reading it takes for "nothing regressed"."""
     from datetime import UTC, datetime
 
     from workflow.records.ab import SCHEMA_VERSION, validate_ab
+
+    if not rows:
+        raise ConfigError([f"{suite_name}: ab_pairs: none declared, so {out} would hold no "
+                           "comparison; expected at least one {base, new} pair of SKUs"])
 
     doc = {"schema_version": SCHEMA_VERSION, "suite_name": suite_name,
            "config_hash": config_hash,

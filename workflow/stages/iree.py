@@ -12,7 +12,6 @@ job's params hold exactly what decides its compile, run and verification.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import resource
@@ -28,43 +27,63 @@ from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.errors import StageError
 from workflow.models.registry import tolerance_for
 from workflow.records.stage import StageResult
-from workflow.records.storage import read_json, write_json
+from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
+from workflow.stages import keys
 from workflow.stages.cases import write_case
+from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
 from workflow.stats import summary as stats
 from workflow.stats.accuracy import compare
 
+RUN_ID_ENV = "BENCHFLOW_RUN_ID"
 
-def export_key(spec: dict) -> str:
-    """What an exported module depends on: its spec and the versions of the tools that
-    made it (torch traces, the IREE compiler's FX importer writes the MLIR)."""
-    from importlib import metadata
 
-    blob = json.dumps({"spec": spec, "torch": metadata.version("torch"),
-                       "iree-base-compiler": metadata.version("iree-base-compiler")},
-                      sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def export_reuse_problem(prior: StageResult | None, parts: dict, timeout: float,
+                         retry_failures: bool) -> str | None:
+    """Why an export on disk cannot be reused for the key of `parts`, or None when it can:
+    its key must match and each file it made must still have the bytes it had. A failed
+    export is shared by the SKUs of one run (a model that cannot be exported is tried
+    once), but tried again with another timeout, and by a forced rerun (`retry_failures`)
+    unless that same run already tried it."""
+    if prior is None:
+        return "not exported yet"
+    if prior.data.get("key") != keys.digest(parts):
+        return "its inputs changed: " + keys.changed_parts(prior.data.get("parts"), parts)
+    if not prior.ok:
+        if prior.data.get("timeout_s") != timeout:
+            return f"it failed with timeout {prior.data.get('timeout_s')} s, now {timeout:g} s"
+        run = os.environ.get(RUN_ID_ENV)
+        if retry_failures and (run is None or prior.data.get("run_id") != run):
+            return "it failed in an earlier run, and this rerun was forced"
+        return None
+    for path, fp in (prior.data.get("files") or {}).items():
+        problem = fingerprint_problem(path, fp)
+        if problem:
+            return f"{path}: {problem}"
+    return None if prior.data.get("files") else "its files were not fingerprinted"
 
 
 def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str, meta: str,
-           log: str) -> StageResult:
+           log: str, retry_failures: bool = False) -> StageResult:
     """The workload's export, made once and shared by every SKU's case job: under a lock,
-    an export whose key matches (its files all there) is reused, a failed one included,
-    so a model that cannot be exported is tried once, not once per SKU."""
+    an export whose content key matches and whose files verify is reused
+    (export_reuse_problem), else it is made again, saying why in the log."""
     from filelock import FileLock
 
-    key = export_key(spec)
+    parts = keys.export_parts(spec)
+    key = keys.digest(parts)
     artifacts = [mlir, inputs, reference]
     Path(meta).parent.mkdir(parents=True, exist_ok=True)
     with FileLock(meta + ".lock"):
         try:
             prior = StageResult.read(meta)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             prior = None  # none yet, or unreadable: export again
-        if (prior is not None and prior.data.get("key") == key
-                and all(map(os.path.exists, artifacts))):
-            with open(log, "a") as fh:
-                fh.write(f"export {key} reused from {meta} ({prior.status})\n")
+        problem = export_reuse_problem(prior, parts, timeout, retry_failures)
+        with open(log, "a") as fh:
+            fh.write(f"export {key}: " + (f"reused from {meta} ({prior.status})\n"
+                                          if problem is None else f"exporting ({problem})\n"))
+        if problem is None:
             return prior
 
         def body():
@@ -73,13 +92,15 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
                 run_python("workflow.backends.iree.export",
                            [json.dumps(spec), mlir, inputs, reference, str(side)],
                            stage="export", timeout=timeout, log=log)
-                return {**read_json(side), "spec": spec, "dtype": spec["dtype"], "key": key}
+                return {**read_json(side), "spec": spec, "dtype": spec["dtype"]}
 
         result = run_stage("export", meta, artifacts, [], body)
-        if not result.ok:
-            # A failed export is shared like a good one; its key says what failed.
-            result.data["key"] = key
-            result.write(meta)
+        # What the reuse check reads: the key and its parts, the files' fingerprints, and
+        # for a failure the timeout and the run that tried.
+        result.data.update(key=key, parts=parts, timeout_s=timeout,
+                           run_id=os.environ.get(RUN_ID_ENV),
+                           files={a: fingerprint(a) for a in artifacts} if result.ok else {})
+        result.write(meta)
         return result
 
 
@@ -272,70 +293,136 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
     return run_stage("verify", accuracy, [], [compile_meta], body)
 
 
-def job_key(case: dict, sku: dict, tolerances: dict, device_here: bool) -> str:
-    """What decides an IREE case's results: its plan (export spec, identity), the SKU's
-    settings but its description, the accuracy tolerances, the installed torch,
-    compiler and runtime versions, and whether the SKU's device is on this machine."""
-    from importlib import metadata
+def case_files(identity: dict) -> dict[str, str]:
+    """The files an IREE case is made of (stage name -> path): its export's module, inputs
+    and reference, its compiled module, and its record. They are fingerprinted when the
+    record is written and checked before it is reused."""
+    from workflow.paths import (
+        CASE,
+        COMPILE_VMFB,
+        EXPORT_INPUTS,
+        EXPORT_MLIR,
+        EXPORT_REFERENCE,
+    )
 
-    settings = {k: v for k, v in sku.items() if k != "description"}
-    versions = {p: metadata.version(p)
-                for p in ("torch", "iree-base-compiler", "iree-base-runtime")}
-    blob = json.dumps([case, settings, tolerances, versions, device_here], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    w, sku = identity["workload"], identity["sku"]
+    return {"record": CASE.format(sku=sku, backend="iree", workload=w,
+                                  recipe=identity["recipe"]),
+            "mlir": EXPORT_MLIR.format(workload=w), "inputs": EXPORT_INPUTS.format(workload=w),
+            "reference": EXPORT_REFERENCE.format(workload=w),
+            "vmfb": COMPILE_VMFB.format(sku=sku, workload=w)}
 
 
-def _reusable(case_path: str, key: str) -> bool:
-    """Whether a case record on disk was made with this key; an unreadable one (absent,
-    cut short, edited by hand) is measured again, not trusted and not a crash."""
+def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
+    """What a batch keeps of a case it measured (in {batch}.members.json): the key and its
+    parts, the status, the timeouts and run of a failure, and the fingerprint of every
+    file the case is made of that exists."""
+    files = {p: fingerprint(p) for p in case_files(identity).values() if os.path.isfile(p)}
+    return {"key": keys.digest(parts), "parts": parts, "status": record.get("status"),
+            "timeouts": timeouts, "run_id": os.environ.get(RUN_ID_ENV), "files": files}
+
+
+def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict, *,
+                  retry_failures: bool, quick: bool = False) -> str | None:
+    """Why a case's results on disk cannot be reused, or None when they can: the key of
+    its parts must be the one recorded, every file it was made of must have the bytes it
+    had (a record deleted, cut short, edited by hand or swapped with another case's, an
+    MLIR or module truncated: each is measured again), and a failure is tried again with
+    other timeouts or when the rerun was forced. `quick` trusts an unchanged size and
+    mtime (the Snakefile's check at load); the batch job hashes."""
+    if not entry:
+        return "not measured yet"
+    if entry.get("key") != keys.digest(parts):
+        return "its inputs changed: " + keys.changed_parts(entry.get("parts"), parts)
+    record = case_files(parts["identity"])["record"]
+    if record not in (entry.get("files") or {}):
+        return f"{record}: no fingerprint was recorded for it"
+    for path, fp in entry["files"].items():
+        problem = fingerprint_problem(path, fp, quick=quick)
+        if problem:
+            return f"{path}: {problem}"
+    if entry.get("status") == "failed":
+        if entry.get("timeouts") != timeouts:
+            return "it failed, and the timeouts changed since"
+        run = os.environ.get(RUN_ID_ENV)
+        if retry_failures and (run is None or entry.get("run_id") != run):
+            return "it failed, and this rerun was forced"
+    if quick:
+        return None
     try:
-        record = read_json(case_path)
-        return record.get("provenance", {}).get("job_key") == key
-    except (OSError, ValueError, AttributeError):
-        return False
+        data = read_json(record)
+    except (OSError, ValueError) as exc:
+        return f"{record}: unreadable ({exc})"
+    if not isinstance(data, dict) or data.get("id") != case_id:
+        return f"{record}: not the record of {case_id}"
+    return None
 
 
 def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict, gate: dict,
-              batch: str, log: str) -> dict:
+              batch: str, log: str, content: dict | None = None) -> dict:
     """Measures a batch of one SKU's IREE cases, one after the other (case_job), and
     lists them in `batch`.
 
-    Snakemake reruns a batch when any member changed; then only the members whose key
-    (job_key) changed are measured again, the others' records are kept: adding a
-    workload measures that workload only. When no member's key changed (the rerun was
-    forced, the adapter changed, or the batch list was deleted), every member is
-    measured again: that is what forcing means. The members' keys of the last finished
-    run are kept beside the batch list, where Snakemake does not delete them."""
-    from workflow.paths import CASE, IREE_CASE_LOG
+    Snakemake reruns a batch when its plan, its SKU, or the content it is made from
+    (`content`: model sources, tool builds) changed, or its list is missing; then only the
+    members whose results cannot be reused (reuse_problem: a changed key, a file that no
+    longer verifies, a failure to retry) are measured again, each with one log line
+    saying why. When every member could be reused and the job's inputs are those of the
+    last finished run, the rerun was forced (or the adapter changed): then every member
+    is measured again, failures retried, as forcing means. The members' entries are kept
+    beside the batch list, where Snakemake does not delete them."""
+    from workflow.paths import IREE_CASE_LOG
 
     # Whether this machine has the SKU's device: a compile-only result is not reused
     # where the device exists.
     device_here = iree.device_absent_reason(sku["iree"]["device"]) is None
-    keys = [job_key(c, sku, tolerances, device_here) for c in cases]
-    members = Path(batch).with_suffix(".members.json")
-    forced = members.exists() and read_json(members) == keys
-    listed = []
+    parts = [keys.case_parts(c, sku, tolerances, device_here) for c in cases]
+    # What Snakemake reran the job for: the params, and the repair note (the Snakefile
+    # found a damaged member, which may verify again by now if another SKU's batch made
+    # its export anew, byte-identical); the same context as last time means forced.
+    repair = repair_note(batch)
+    context = keys.digest([cases, sku, tolerances, timeouts, content, repair])
+    mpath = members_path(batch)
+    try:
+        last_context = read_json(mpath).get("context")
+    except (OSError, ValueError, AttributeError):
+        last_context = None
+    members = read_members(mpath)
+    problems = [reuse_problem(members.get(c["identity"]["id"]), c["identity"]["id"], p,
+                              timeouts, retry_failures=False)
+                for c, p in zip(cases, parts, strict=True)]
+    forced = last_context == context and not any(problems)
+    listed, kept = [], {}
     with open(log, "a") as fh:
-        for case, key in zip(cases, keys, strict=True):
+        for case, part, problem in zip(cases, parts, problems, strict=True):
             ident = case["identity"]
-            path = CASE.format(sku=ident["sku"], backend="iree", workload=ident["workload"],
-                               recipe=ident["recipe"])
-            reused = not forced and _reusable(path, key)
-            fh.write(f"{ident['id']}: {'reused' if reused else 'measuring'} ({key})\n")
+            key = keys.digest(part)
+            path = case_files(ident)["record"]
+            reused = problem is None and not forced
+            why = "reused" if reused else (
+                "measuring again: the rerun was forced" if forced else
+                "measuring" if problem == "not measured yet" else
+                f"measuring again: {problem}")
+            fh.write(f"{ident['id']}: {why} ({key})\n")
             fh.flush()
-            if not reused:
-                case_job(spec=case["spec"], identity=ident, sku=sku, tolerances=tolerances,
-                         timeouts=timeouts, gate=gate, key=key, case=path,
-                         log=IREE_CASE_LOG.format(sku=ident["sku"],
-                                                  workload=ident["workload"]))
-            listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused})
-    write_json(members, keys)
+            if reused:
+                kept[ident["id"]] = members[ident["id"]]
+            else:
+                record = case_job(spec=case["spec"], identity=ident, sku=sku,
+                                  tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
+                                  case=path, retry_failures=forced,
+                                  log=IREE_CASE_LOG.format(sku=ident["sku"],
+                                                           workload=ident["workload"]))
+                kept[ident["id"]] = member_entry(ident, part, timeouts, record)
+            listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
+                           "sha256": kept[ident["id"]]["files"][path]["sha256"]})
+    write_json(mpath, {"context": context, "members": kept, "repair": repair})
     write_json(batch, {"cases": listed})
     return {"cases": listed}
 
 
 def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeouts: dict,
-             gate: dict, key: str, case: str, log: str) -> dict:
+             gate: dict, key: str, case: str, log: str, retry_failures: bool = False) -> dict:
     """One IREE case, start to finish: export (shared), compile, run, verify, then the
     case record. Each stage writes its own JSON, so a failed case names its stage and a
     user can read every step."""
@@ -365,7 +452,7 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
     for path in (log, vmfb, timing, accuracy, case):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
-           reference=reference, meta=export_meta, log=log)
+           reference=reference, meta=export_meta, log=log, retry_failures=retry_failures)
     compile_module(mlir=mlir, export_meta=export_meta, sku=sku, timeout=timeouts["compile_s"],
                    vmfb=vmfb, meta=compile_meta, log=log)
     # Decided here, on the machine that would measure: without the SKU's device (a GPU

@@ -3,8 +3,6 @@ naming every problem), and the job lists and params planned from it."""
 
 from __future__ import annotations
 
-from importlib import metadata
-
 from snakemake.exceptions import WorkflowError
 
 from workflow.errors import ConfigError
@@ -123,13 +121,6 @@ def bench_skipped_plan(bench) -> list[dict]:
             for case, (_, _, why) in zip(bench.skipped_cases(), bench.skipped, strict=True)]
 
 
-def package_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not-installed"
-
-
 def iree_batch_plan(suite: Suite, sku: str, batch: str) -> list[dict]:
     """What an IREE batch job measures, also its params: a changed case reruns its batch
     (whose job then re-measures that case only)."""
@@ -148,3 +139,87 @@ def ab_batch_inputs(suite: Suite, base: str, new: str, workload: str) -> list[tu
     """The IREE batches (sku, batch) that hold the workload's cases of both SKUs."""
     return [key for key, cases in suite.iree_batches.items()
             if key[0] in (base, new) and any(c.workload.id == workload for c in cases)]
+
+
+def iree_batch_content(suite: Suite, sku: str, batch: str) -> dict:
+    """The content an IREE batch is made from, beyond its plan (model sources, tool builds):
+    a rule param, so an edited model file reruns the batches of its cases and
+    `snakemake -n` says which file changed (stages/keys.py)."""
+    from workflow.stages.keys import iree_batch_content as content
+
+    return content([c.workload.export_spec() for c in suite.iree_batches[(sku, batch)]],
+                   suite.sku(sku))
+
+
+def torch_batch_content(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> dict:
+    """The content a torch batch is made from, beyond its plan: its models' sources, the
+    recipes' code, the torch and torchao builds of its interpreter."""
+    from workflow.stages.keys import torch_batch_content as content
+
+    return content([c.workload.spec() for c in suite.torch_batch(sku, backend, recipe, batch)],
+                   suite.sku(sku))
+
+
+def verify_batches(suite: Suite) -> list[str]:
+    """Checks, at load, the files of every finished batch's cases (IREE: their records,
+    MLIR, inputs, references, modules; torch: their records), by size and mtime, hashing
+    only what changed, and returns one line per member that no longer verifies (deleted,
+    cut short, edited, swapped). Such a batch gets a new repair note (stages/members.py),
+    a param of its job (batch_repair), so Snakemake reruns it: an IREE batch measures
+    exactly those members again and reuses the others, a torch batch measures its cases
+    again."""
+    from pathlib import Path
+
+    from workflow.paths import iree_batch_path, torch_batch_dir
+    from workflow.stages.members import damaged_members, mark_repair
+
+    batches = [(iree_batch_path(k), cases) for k, cases in suite.iree_batches.items()]
+    batches += [(torch_batch_dir(k), suite.torch_batch(*k)) for k in suite.torch_batches]
+    lines = []
+    for batch, cases in batches:
+        if not Path(batch).exists():
+            continue
+        damaged = damaged_members(batch, [c.id for c in cases])
+        if damaged:
+            mark_repair(batch, damaged)
+            lines += [f"benchflow: {case_id}: {why}; its batch {batch} measures it again"
+                      for case_id, why in damaged]
+    return lines
+
+
+def batch_repair(batch: str) -> str | None:
+    """The repair note of a batch (a param: a new note reruns the batch)."""
+    from workflow.stages.members import repair_note
+
+    return repair_note(batch)
+
+
+def report_records(suite: Suite, bench) -> list[dict]:
+    """Every measured case the report step reads: its record's path, its identity,
+    whether the report step judges it against the goldens (IREE and torch cases; a
+    benchmark file's case was judged in its own case step), and the output that makes
+    it again (its batch list or directory, or the benchmark file's case record)."""
+    from workflow.paths import BF_CASE, CASE, iree_batch_path, torch_batch_dir
+
+    out = []
+    for key, cases in suite.iree_batches.items():
+        for c in cases:
+            ident = c.identity()
+            out.append({"record": CASE.format(sku=ident["sku"], backend="iree",
+                                              workload=ident["workload"],
+                                              recipe=ident["recipe"]),
+                        "identity": ident, "judge": True, "redo": iree_batch_path(key)})
+    for key in suite.torch_batches:
+        for c in suite.torch_batch(*key):
+            ident = c.identity()
+            out.append({"record": f"{torch_batch_dir(key)}/cases/{ident['workload']}.json",
+                        "identity": ident, "judge": True, "redo": torch_batch_dir(key)})
+    if bench is not None:
+        from workflow.suite.sharktank import identity
+
+        for c in bench.cases:
+            path = BF_CASE.format(sku=c.sku, benchmark=c.benchmark)
+            out.append({"record": path, "identity": identity(c), "judge": False,
+                        "redo": path})
+    return out
+

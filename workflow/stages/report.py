@@ -1,34 +1,86 @@
-"""The report step: every case record -> results/report.json, validated before writing."""
+"""The report step: every case record -> results/report.json, validated before writing.
+
+It never crashes on a damaged record (read_case: a failed case of the planned identity,
+measured again by the next run) and never loses the previous report: it writes the new
+one atomically once complete (the rule's output is update(), so Snakemake keeps the old
+one until then, and restores it when the job fails)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from workflow.records.case import skipped_case, unsupported_case
-from workflow.records.report import build_report, validate_report
-from workflow.records.storage import read_json, write_json
+from workflow.errors import ConfigError
+from workflow.records.case import IDENTITY, CaseRecord, skipped_case, unsupported_case
+from workflow.records.report import build_report, case_problem, validate_report
+from workflow.records.storage import read_json_file, write_json
 from workflow.regression.gate import golden_section
 from workflow.stats.speedup import fill_speedups
 
+# The stage of a case whose record could not be used (absent, not JSON, not its own).
+RECORD_STAGE = "record"
 
-def collect_cases(case_paths: list[str], batch_dirs: list[str], unsupported: list[dict],
+
+def record_problem(path: str, record, case_id: str) -> str | None:
+    """Why the record read from `path` is not the case record of `case_id`, or None."""
+    if not isinstance(record, dict):
+        return f"{path}: expected the case record of {case_id} (a JSON object), got " \
+               f"{type(record).__name__} {json_preview(record)}"
+    if "id" not in record:
+        return f"{path}: no `id`: expected the case record of {case_id}, got " \
+               f"{json_preview(record)}"
+    if record["id"] != case_id:
+        return f"{path}: id {record['id']!r}: expected the case record of {case_id}, not " \
+               "another case's"
+    problem = case_problem(record)
+    return f"{path}: {problem}" if problem else None
+
+
+def json_preview(value, limit: int = 60) -> str:
+    """`value` as JSON, cut to `limit` characters: what an error message shows of it."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def read_case(planned: dict) -> tuple[dict, bool]:
+    """A planned case's record (`planned`: record path and identity, from
+    workflow.stages.plan.report_records), and whether it was usable. One that is absent,
+    not JSON, of another case or not a valid case record becomes a failed case of the
+    planned identity at stage `record`, its error naming the file and what was wrong:
+    the report stays complete, and never crashes on it."""
+    path, identity = planned["record"], planned["identity"]
+    try:
+        record = read_json_file(path)
+    except ConfigError as exc:
+        problem = exc.problems[0]
+    else:
+        problem = record_problem(path, record, identity["id"])
+        if problem is None:
+            return record, True
+    failed = CaseRecord(**{k: identity[k] for k in IDENTITY if k in identity},
+                        status="failed", stage=RECORD_STAGE,
+                        error=f"{problem}; the next run measures this case again")
+    return failed.to_dict(), False
+
+
+def collect_cases(records: list[dict], unsupported: list[dict] = (),
                   golden_files: list[str] = (), gate: dict | None = None,
-                  skipped: list[dict] = (), iree_batches: list[str] = ()) -> list[dict]:
-    """Case records from the IREE batch jobs' lists and torch batch directories (both judged
-    here against their SKU's golden file, so that blessing never re-measures), the
-    benchmark files' case files (judged in their own case step), and the cases known
-    unsupported or skipped while planning (recorded with their reasons, never dropped)."""
+                  skipped: list[dict] = (), damaged: list[dict] | None = None) -> list[dict]:
+    """Case records of every measured case (`records`, planned: IREE and torch cases are
+    judged here against their SKU's golden file, so that blessing never re-measures;
+    benchmark files' cases were judged in their own case step), and the cases known
+    unsupported or skipped while planning (recorded with their reasons, never dropped).
+    A planned record that cannot be used is a failed case (read_case), and is added to
+    `damaged`."""
     by_sku = {Path(g).stem: g for g in golden_files}
-
-    def judged(case: dict) -> dict:
-        if gate is not None:
+    cases = []
+    for planned in records:
+        case, usable = read_case(planned)
+        if not usable and damaged is not None:
+            damaged.append(planned)
+        if planned["judge"] and gate is not None:
             case["golden"] = golden_section(case, by_sku.get(case["sku"]), gate)
-        return case
-
-    cases = [judged(read_json(c["case"])) for b in iree_batches for c in read_json(b)["cases"]]
-    cases += [read_json(p) for p in case_paths]
-    for d in batch_dirs:
-        cases += [judged(read_json(p)) for p in sorted(Path(d, "cases").glob("*.json"))]
+        cases.append(case)
     cases += [unsupported_case(u["identity"], u["reason"]).to_dict() for u in unsupported]
     cases += [skipped_case(u["identity"], u["reason"], u.get("provenance")).to_dict()
               for u in skipped]
@@ -36,13 +88,53 @@ def collect_cases(case_paths: list[str], batch_dirs: list[str], unsupported: lis
     return cases
 
 
-def aggregate(case_paths: list[str], out: str, *, iree_batches: list[str] = (),
-              batch_dirs: list[str] = (), unsupported: list[dict] = (),
+def damage_note(path: str) -> dict | None:
+    """The report's damage note (`path`, paths.REPORT_DAMAGED): which records the last
+    report that found any could not use. A param of the report rule: a new note reruns
+    the report once; nothing removes it, so the next plan sees the param the report ran
+    with and reruns nothing."""
+    try:
+        note = read_json_file(path)
+    except ConfigError:
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def redo_damaged(damaged: list[dict], note: str) -> None:
+    """Makes the next run measure the cases of `damaged` records again. A benchmark
+    file's record is its case step's own output: it is removed, so that Snakemake makes
+    it again. IREE and torch records belong to their batches, whose files the Snakefile
+    checks at load (plan.verify_batches: a damaged member reruns its batch). And the
+    report gets a new damage note, so that it reruns too: Snakemake makes a missing file
+    again only for a job that runs."""
+    for planned in damaged:
+        if planned["redo"] == planned["record"]:
+            Path(planned["record"]).unlink(missing_ok=True)
+    count = (damage_note(note) or {}).get("count", 0)
+    write_json(note, {"count": count + 1 if isinstance(count, int) else 1,
+                      "records": {p["record"]: p["identity"]["id"] for p in damaged}})
+
+
+def aggregate(records: list[dict], out: str, *, unsupported: list[dict] = (),
               golden_files: list[str] = (), gate: dict | None = None,
-              skipped: list[dict] = (), **kwargs) -> dict:
-    cases = collect_cases(case_paths, list(batch_dirs), list(unsupported), list(golden_files),
-                          gate, list(skipped), list(iree_batches))
+              skipped: list[dict] = (), derived: list[str] = (), note: str | None = None,
+              **kwargs) -> dict:
+    """Writes the report of `records` (see collect_cases) to `out`, atomically: the
+    previous report stays whole until the new one is complete and valid. The files made
+    from the report alone (`derived`: report.md, ...) are removed first, so none of them
+    ever shows another report than `out`. Cases whose records could not be used are
+    measured again by the next run (redo_damaged, with the damage note `note`)."""
+    damaged: list[dict] = []
+    cases = collect_cases(list(records), list(unsupported), list(golden_files), gate,
+                          list(skipped), damaged)
     report = build_report(cases, **kwargs)
     validate_report(report)
+    for path in derived:
+        Path(path).unlink(missing_ok=True)
     write_json(out, report)
+    if damaged and note is not None:
+        redo_damaged(damaged, note)
+    for case in cases:
+        if case["stage"] == RECORD_STAGE:
+            print(f"benchflow: {case['id']}: failed: {case['error']}")
     return report

@@ -25,6 +25,7 @@ from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import FAILED, UNSUPPORTED, StageResult
 from workflow.records.storage import write_json
+from workflow.stages.members import write_files_members
 from workflow.stats import summary as stats
 
 
@@ -170,6 +171,9 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     write_json(out / "batch.json", {
         "cases": [c["id"] for c in cases], "seconds": measure_s,
         "worker_passes": 1 + m["invocations"] + (m["invocations"] if reruns else 0)})
+    # Beside the batch directory: what the Snakefile checks before the next run.
+    write_files_members(out_dir, {c["id"]: str(out / "cases" / f"{c['identity']['workload']}.json")
+                                  for c in cases})
     return records
 
 

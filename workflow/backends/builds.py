@@ -1,0 +1,102 @@
+"""Which build of a tool or package produced a result, as a short stable string.
+
+Versions alone are names: a custom `iree.compile_tool` rebuilt in place, or a torch
+reinstalled from another wheel of the same version, keeps its version. A pip-installed
+distribution is identified by its version and a digest of its RECORD (the sha256 of
+every file it installed), a tool outside any distribution by its resolved path, size
+and mtime (a rebuild in place changes the mtime), and another Python interpreter by the
+builds of the packages it imports. These strings go into the content keys of the stages
+(workflow/stages/keys.py) and into Snakemake params, so a changed build reruns what it
+made and `snakemake -n` shows which build changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+# Asked of another interpreter: the builds of its torch and torchao, the same way
+# package_build() makes them here.
+_PROBE = """
+import hashlib, json, importlib.metadata as m
+out = {}
+for d in ("torch", "torchao"):
+    try:
+        dist = m.distribution(d)
+        rec = (dist.read_text("RECORD") or "").encode()
+        out[d] = f"{d}=={dist.version} record:{hashlib.sha256(rec).hexdigest()[:12]}"
+    except m.PackageNotFoundError:
+        out[d] = f"{d} not installed"
+print(json.dumps(out))
+"""
+
+
+@cache
+def package_build(name: str) -> str:
+    """`name==version record:<digest>` of an installed distribution ("name not installed"
+    when absent: a key, not an error; the stage that needs it fails on its own)."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return f"{name} not installed"
+    record = (dist.read_text("RECORD") or "").encode()
+    return f"{name}=={dist.version} record:{hashlib.sha256(record).hexdigest()[:12]}"
+
+
+def file_build(path: str) -> str:
+    """A file outside any distribution (a SKU's own iree-compile): resolved path, size and
+    mtime. Hashing a compiler binary of hundreds of megabytes at every plan would cost
+    more than the rest of planning; a rebuild writes a new file and so a new mtime."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        return f"{real} unreadable ({exc.strerror or exc})"
+    return f"{real} size:{st.st_size} mtime_ns:{st.st_mtime_ns}"
+
+
+def tool_build(custom: str | None, package: str) -> str:
+    """The build of an IREE tool a SKU uses: its own (iree.compile_tool, ...) when it names
+    one, else the installed package's."""
+    return file_build(custom) if custom else package_build(package)
+
+
+@cache
+def interpreter_build(python: str | None) -> dict[str, str]:
+    """The torch and torchao builds a torch worker imports: ours, or those of a SKU's own
+    `torch.python` (asked in a subprocess, with its path, size and mtime besides)."""
+    if not python or os.path.realpath(python) == os.path.realpath(sys.executable):
+        return {"torch": package_build("torch"), "torchao": package_build("torchao")}
+    from workflow.paths import REPO_ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    builds = {"python": file_build(python)}
+    try:
+        proc = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=120,
+                              env=env)
+        lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+        builds.update(json.loads(lines[-1]))
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        # Unknown builds still make a key: the path's identity above; the torch stage
+        # records the failure to start this interpreter as the cases' failure.
+        builds["probe"] = "failed"
+    return builds
+
+
+def source_digest(*modules: str) -> str:
+    """The digest of benchflow's own worker modules whose code shapes an artifact (the
+    exporter writes the MLIR): a changed exporter is a changed export."""
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in modules:
+        origin = importlib.util.find_spec(name).origin
+        h.update(Path(origin).read_bytes())
+    return h.hexdigest()[:16]

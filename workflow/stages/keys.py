@@ -1,0 +1,121 @@
+"""Content keys: what each stage's output depends on, by content, not by name.
+
+A result is reused only when its key matches (DESIGN.md, "Content keys"):
+- export: the export spec, the model's source files (registry.model_sources), benchflow's
+  exporter, the torch build and the iree-base-compiler build (its FX importer writes
+  the MLIR);
+- an IREE case (compile, run, verify and the record): its export key, its identity, the
+  SKU's settings but its description, the builds of the SKU's compiler and benchmark
+  tool and of iree.runtime (verify), the accuracy tolerances, and whether the SKU's
+  device is on the measuring machine. The MLIR and module bytes are not known before the
+  job; the files a case was made from are fingerprinted when it is written and checked
+  before it is reused (stages/iree.py);
+- a torch batch: its plan, the model sources of its cases, the recipes' code, and the
+  torch and torchao builds its interpreter imports (a SKU's `torch.python` included).
+
+Each key is a digest of named parts, and the parts are kept beside the key, so a log can
+say which part changed ("model sources changed: workflow/models/layers.py").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from workflow.backends.builds import (
+    interpreter_build,
+    package_build,
+    source_digest,
+    tool_build,
+)
+from workflow.models.registry import load_model_files, model_sources
+
+# benchflow's own modules whose code shapes an artifact: the exporter writes the MLIR,
+# the recipes quantize torch models. The measuring code is not among them (it decides
+# how, not what, is measured): a change of protocol is announced, and --forcerun redoes.
+EXPORTER = ("workflow.backends.iree.export",)
+TORCH_RECIPES = ("workflow.backends.torch.recipes",)
+
+
+def digest(parts) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def sources_of(spec: dict) -> dict[str, str]:
+    """The source files of the model of an export spec (or a torch workload spec)."""
+    load_model_files(spec.get("model_modules", []))
+    return model_sources(spec["model"])
+
+
+def _union_sources(specs: list[dict]) -> dict[str, str]:
+    """The source files of every model of `specs`, each model asked once."""
+    sources: dict[str, str] = {}
+    models = {(s["model"], tuple(s.get("model_modules", []))): s for s in specs}
+    for spec in models.values():
+        sources.update(sources_of(spec))
+    return dict(sorted(sources.items()))
+
+
+def export_parts(spec: dict) -> dict:
+    return {"spec": spec, "model sources": sources_of(spec),
+            "exporter": source_digest(*EXPORTER), "torch": package_build("torch"),
+            "fx importer": package_build("iree-base-compiler")}
+
+
+def export_key(spec: dict) -> str:
+    return digest(export_parts(spec))
+
+
+def iree_tools(sku: dict) -> dict:
+    """The builds of the tools that compile, time and verify a SKU's cases."""
+    return {"compiler": tool_build(sku["iree"].get("compile_tool"), "iree-base-compiler"),
+            "benchmark tool": tool_build(sku["iree"].get("benchmark_tool"),
+                                         "iree-base-runtime"),
+            "verify runtime": package_build("iree-base-runtime")}
+
+
+def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool) -> dict:
+    """The parts of an IREE case's key; `case` is a batch plan entry (spec, identity)."""
+    spec = case["spec"]
+    return {"export": export_parts(spec), "identity": case["identity"],
+            "sku settings": {k: v for k, v in sku.items() if k != "description"},
+            "tools": iree_tools(sku), "tolerances": tolerances, "device here": device_here}
+
+
+def changed_parts(old: dict | None, new: dict) -> str:
+    """What differs between two parts dicts, in words: the part names, and for model
+    sources the files ("model sources changed: my_model.py")."""
+    if not old:
+        return "no earlier key"
+    out = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and name in ("export",):
+            out.append(changed_parts(a, b))
+        elif name == "model sources" and isinstance(a, dict) and isinstance(b, dict):
+            files = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+            out.append(f"model sources changed: {', '.join(files)}")
+        else:
+            out.append(f"{name} changed")
+    return "; ".join(out) or "nothing"
+
+
+def iree_batch_content(specs: list[dict], sku: dict) -> dict:
+    """An IREE batch job's content param: the model sources of its cases and the builds of
+    the tools they go through. Snakemake reruns the batch when one changes and
+    `snakemake -n` prints the before and now of this dict; the job then re-measures only
+    the cases whose own key changed."""
+    return {"model sources": _union_sources(specs),
+            "exporter": source_digest(*EXPORTER), "torch": package_build("torch"),
+            "fx importer": package_build("iree-base-compiler"), **iree_tools(sku)}
+
+
+def torch_batch_content(workloads: list[dict], sku: dict) -> dict:
+    """A torch batch job's content param: its cases' model sources, the recipes' code and
+    the torch / torchao builds of the interpreter that runs its workers."""
+    return {"model sources": _union_sources(workloads),
+            "recipes": source_digest(*TORCH_RECIPES),
+            **interpreter_build((sku.get("torch") or {}).get("python"))}
