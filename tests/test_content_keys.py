@@ -99,17 +99,11 @@ def test_editing_a_model_file_reruns_its_cases_only(user_model):
     assert "Nothing to be done" in (lambda p: p.stdout + p.stderr)(run(w))
 
 
-DAMAGE = {
-    "truncated MLIR": lambda w: _truncate(w / "results/export/linear-16x32x32-f32/module.mlirbc"),
-    "truncated module": lambda w: _truncate(
-        w / "results/compile/host/linear-16x32x32-f32/module.vmfb"),
-    "deleted record": lambda w: (w / RECORD).unlink(),
-    "another case's record": lambda w: shutil.copyfile(
-        w / RECORD.replace("host", "generic"), w / RECORD),
-    "hand-edited record": lambda w: _edit_record(w / RECORD),
-    "empty record": lambda w: (w / RECORD).write_text("{}"),
-}
-RECORD = "results/cases/host/iree/linear-16x32x32-f32/baseline.json"
+LINEAR, MINE = "linear-16x32x32-f32", "my_model-f32"
+
+
+def record(sku: str, workload: str) -> str:
+    return f"results/cases/{sku}/iree/{workload}/baseline.json"
 
 
 def _truncate(path: Path) -> None:
@@ -118,43 +112,54 @@ def _truncate(path: Path) -> None:
 
 
 def _edit_record(path: Path) -> None:
-    record = json.loads(path.read_text())
-    record["timing"]["median_ms"] /= 10  # job_key kept: only the bytes tell
-    path.write_text(json.dumps(record))
+    data = json.loads(path.read_text())
+    data["timing"]["median_ms"] /= 10  # job_key kept: only the bytes tell
+    path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("damage", list(DAMAGE))
-def test_damaged_results_are_measured_again_saying_why(user_model, damage):
+def test_a_truncated_mlir_is_exported_again_and_its_cases_checked(user_model):
     w = user_model
     run(w)  # settle the earlier tests
-    written = (w / RECORD).stat().st_mtime_ns
-    generic_log = (w / "logs/iree/generic/b0.log").stat().st_mtime_ns
-    DAMAGE[damage](w)
-    proc = run(w)
-    text = proc.stdout + proc.stderr
-    assert "host/iree/linear-16x32x32-f32/baseline: results/" in text, text
-    assert "measures it again" in text
-    last = {sku: _last_line(w, sku, "linear-16x32x32-f32") for sku in ("host", "generic")}
-    if damage == "truncated MLIR":
-        # Both SKUs' cases were compiled from it: the first batch to run exports again
-        # and measures its case again; the export being byte-identical, the other
-        # batch's case verifies and is reused (content, not mtimes).
-        assert any("measuring again: results/export/linear-16x32x32-f32/module.mlirbc: "
-                   "its size changed" in line for line in last.values()), last
-        exports = [(w / f"logs/iree/{sku}/cases/linear-16x32x32-f32.log").read_text()
-                   for sku in ("host", "generic")]
-        assert any("exporting (results/export/linear-16x32x32-f32/module.mlirbc: its size "
-                   "changed" in log for log in exports)
-    else:
-        assert "measuring again: results/" in last["host"], last
-        # The other SKU's batch, whose files all verify, does not run at all.
-        assert (w / "logs/iree/generic/b0.log").stat().st_mtime_ns == generic_log
-        record = json.loads((w / RECORD).read_text())
-        assert record["id"] == "host/iree/linear-16x32x32-f32/baseline"
-        assert record["status"] == "ok"
-        assert (w / RECORD).stat().st_mtime_ns > written
+    _truncate(w / f"results/export/{LINEAR}/module.mlirbc")
+    text = (lambda p: p.stdout + p.stderr)(run(w))
+    assert f"host/iree/{LINEAR}/baseline: results/export/{LINEAR}/module.mlirbc: its size " \
+           "changed" in text and "measures it again" in text, text
+    last = {sku: _last_line(w, sku, LINEAR) for sku in ("host", "generic")}
+    # Both SKUs' cases were compiled from it: the first batch to run exports again and
+    # measures its case again; the export being byte-identical, the other batch's case
+    # verifies and is reused (content, not mtimes).
+    assert any(f"measuring again: results/export/{LINEAR}/module.mlirbc: its size changed"
+               in line for line in last.values()), last
+    exports = [(w / f"logs/iree/{sku}/cases/{LINEAR}.log").read_text()
+               for sku in ("host", "generic")]
+    assert any(f"exporting (results/export/{LINEAR}/module.mlirbc: its size changed" in log
+               for log in exports)
     # The other member of the batch is reused, not measured again.
-    assert ": reused (" in _last_line(w, "host", "my_model-f32")
+    assert ": reused (" in _last_line(w, "host", MINE)
+    assert "Nothing to be done" in (lambda p: p.stdout + p.stderr)(run(w))
+
+
+def test_damaged_results_are_measured_again_saying_why(user_model):
+    """One damage per case, all at once: a truncated module, a record edited by hand (its
+    job_key kept), a deleted record, another case's record in place of one's own."""
+    w = user_model
+    run(w)  # settle the earlier tests
+    shutil.copyfile(w / record("generic", LINEAR), w / record("generic", MINE))
+    _truncate(w / f"results/compile/host/{LINEAR}/module.vmfb")
+    _edit_record(w / record("generic", LINEAR))
+    (w / record("host", MINE)).unlink()
+    text = (lambda p: p.stdout + p.stderr)(run(w))
+    why = {("host", LINEAR): f"results/compile/host/{LINEAR}/module.vmfb: its size changed",
+           # Rewritten records: their size or else their sha256 differs.
+           ("generic", LINEAR): f"{record('generic', LINEAR)}: its ",
+           ("host", MINE): f"{record('host', MINE)}: it is missing",
+           ("generic", MINE): f"{record('generic', MINE)}: its "}
+    for (sku, workload), reason in why.items():
+        # Said before any job, and again by the batch that measures it.
+        assert f"{sku}/iree/{workload}/baseline: {reason}" in text, text
+        assert f"measuring again: {reason}" in _last_line(w, sku, workload)
+        data = json.loads((w / record(sku, workload)).read_text())
+        assert data["id"] == f"{sku}/iree/{workload}/baseline" and data["status"] == "ok"
     assert "Nothing to be done" in (lambda p: p.stdout + p.stderr)(run(w))
 
 
