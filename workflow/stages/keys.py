@@ -93,7 +93,7 @@ def changed_parts(old: dict | None, new: dict) -> str:
         a, b = old.get(name), new.get(name)
         if a == b:
             continue
-        if isinstance(a, dict) and isinstance(b, dict) and name in ("export",):
+        if isinstance(a, dict) and isinstance(b, dict) and name == "export":
             out.append(changed_parts(a, b))
         elif name == "model sources" and isinstance(a, dict) and isinstance(b, dict):
             files = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))

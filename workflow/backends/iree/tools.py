@@ -116,17 +116,12 @@ def cache_dir() -> Path:
 
 
 def _compiler_identity(tool: str) -> str:
-    """The installed compiler as a cache key: its package version plus the tool's path, size
-    and mtime (an iree-compile on PATH from another build is another compiler)."""
-    try:
-        version = compiler_version()
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    try:
-        st = os.stat(tool)
-        return f"{version}|{tool}|{st.st_size}|{st.st_mtime_ns}"
-    except OSError:
-        return f"{version}|{tool}"
+    """The installed compiler as a cache key: the build of iree-base-compiler (version and
+    RECORD digest) plus the tool's own path, size and mtime (an iree-compile on PATH from
+    another build is another compiler), as the stages' content keys name builds."""
+    from workflow.backends.builds import file_build, package_build
+
+    return f"{package_build('iree-base-compiler')}|{file_build(tool)}"
 
 
 def _first_error(stderr: str) -> str:
