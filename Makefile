@@ -4,7 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 8
 
-.PHONY: setup report test perf clean
+# The fast tier: every test that starts no other program (tests/conftest.py fails a test
+# that starts one without saying so by a marker).
+FAST := not e2e and not tool and not browser and not slurm
+
+.PHONY: setup report check test perf clean
 
 setup: $(VENV)/.installed
 
@@ -18,12 +22,18 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 report: setup
 	$(BIN)/snakemake --cores $(CORES) all
 
+# A change's first check, about a minute: lint, the DAG's lint, the fast tier.
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/snakemake --lint
+	BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -m "$(FAST)"
+
 # The second pytest starts a real single-node SLURM (tests/slurm/): it needs root and apt,
 # and is skipped with its reason elsewhere.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 	$(BIN)/pytest -q -m slurm
 
 perf: setup

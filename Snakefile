@@ -10,10 +10,10 @@ from workflow.stages.plan import (
     Refused,
     attach_benchmark_files,
     check_goldens,
+    iree_builds,
     load_suite,
     verify_batches,
 )
-from workflow.backends.builds import package_build
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.suite_dir import suite_dir
 
@@ -67,8 +67,7 @@ config.update(SUITE.config)
 # workflow/backends/builds.py) are params of the benchmark-file and A/B rules: another
 # build reruns what it compiled or timed. The IREE and torch batches carry theirs in
 # their `content` params, with the model sources.
-IREE_COMPILER_VERSION = package_build("iree-base-compiler")
-IREE_RUNTIME_VERSION = package_build("iree-base-runtime")
+IREE_COMPILER_VERSION, IREE_RUNTIME_VERSION = iree_builds()
 
 # Timing jobs take the one bench_slot (DESIGN.md) so that they never overlap each
 # other, even without a profile: the limit defaults to 1 unless --resources or a

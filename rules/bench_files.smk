@@ -3,7 +3,7 @@
 # plus the file's flags, time it with its function, inputs and weights, then a case record
 # judged against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by
 # the Snakefile (workflow.stages.plan.attach_benchmark_files); its MLIR, weights, inputs and
-# modules were found there (workflow.suite.sharktank), so none of these inputs is missing.
+# modules were found there (workflow.benchfile), so none of these inputs is missing.
 # The pairs that cannot run are skipped cases, recorded by the report rule. A GPU file (device
 # hip or cuda) on a GPU SKU of its backend (rocm, cuda) is compiled on any machine; where its
 # device is absent, run_bench_file records its run as no-device (decided on the measuring
@@ -19,8 +19,12 @@ from workflow.paths import (
     BF_RUN_LOG,
     BF_RUN_TIMING,
 )
-from workflow.regression.gate import golden_input
-from workflow.stages.plan import bench_identity, bench_module_files, bench_provenance
+from workflow.stages.plan import (
+    bench_identity,
+    bench_module_files,
+    bench_provenance,
+    case_golden_input,
+)
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
@@ -29,9 +33,9 @@ from workflow.stages.resources import (
     mem_request_mb,
     run_runtime_min,
 )
-from workflow.suite.sharktank import compile_flags as bench_compile_flags
-from workflow.suite.sharktank import data_files as bench_data_files
-from workflow.suite.sharktank import run_spec as bench_run_spec
+from workflow.stages.sharktank import compile_flags as bench_compile_flags
+from workflow.stages.sharktank import data_files as bench_data_files
+from workflow.stages.sharktank import run_spec as bench_run_spec
 
 
 rule compile_bench_file:
@@ -96,7 +100,7 @@ rule case_bench_file:
     input:
         compiled=BF_COMPILE_META,
         run=BF_RUN_TIMING,
-        goldens=lambda wc: golden_input(SUITE.config["goldens"]["dir"], wc.sku),
+        goldens=lambda wc: case_golden_input(SUITE, wc.sku),
     output:
         case=BF_CASE,
     params:

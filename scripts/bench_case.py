@@ -1,4 +1,4 @@
-# Adapter: Snakemake rule `case_bench_file` -> workflow.bench_stages.case_benchmark_file.
+# Adapter: Snakemake rule `case_bench_file` -> workflow.stages.cases.case_benchmark_file.
 from workflow.stages.cases import case_benchmark_file
 
 case_benchmark_file(

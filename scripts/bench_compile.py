@@ -1,4 +1,4 @@
-# Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.compile_module.
+# Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.iree.compile_module.
 from workflow.stages.iree import compile_module
 
 compile_module(

@@ -1,4 +1,4 @@
-# Adapter: Snakemake rule `run_bench_file` -> workflow.bench_stages.run_benchmark_file.
+# Adapter: Snakemake rule `run_bench_file` -> workflow.stages.sharktank.run_benchmark_file.
 from workflow.stages.sharktank import run_benchmark_file
 
 run_benchmark_file(

@@ -1,4 +1,4 @@
-# Adapter: Snakemake rule `run_torch` -> workflow.torch_stage.run_torch_batch.
+# Adapter: Snakemake rule `run_torch` -> workflow.stages.torch.run_torch_batch.
 from workflow.stages.torch import run_torch_batch
 
 run_torch_batch(

@@ -52,3 +52,50 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, check: bool = 
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+# Test tiers (README "Tests"): a test that starts another program carries the marker
+# of what it starts, so that `make check` (none of them) stays within seconds and never
+# depends on a tool being installed. The audit hook makes the markers true rather than
+# a convention: a process started by an unmarked test fails that test, naming what it ran.
+PROCESS_MARKERS = ("e2e", "tool", "browser", "slurm")
+_RUNNING: dict = {"item": None, "started": []}
+
+
+def _audit(event: str, args) -> None:
+    item = _RUNNING["item"]
+    if item is None or event not in ("subprocess.Popen", "os.system", "os.posix_spawn",
+                                      "os.exec"):
+        return
+    if any(item.get_closest_marker(m) for m in PROCESS_MARKERS):
+        return
+    if event == "subprocess.Popen" and isinstance(args[1], list | tuple) and args[1] \
+            and args[1][0] in ("git", "uname"):
+        return  # provenance's probes (the commit, platform.processor()): milliseconds
+    # Recorded, not raised: raising inside a library's thread (playwright's asyncio
+    # driver) breaks pytest itself; the test fails at teardown instead.
+    program = args[1] if event == "subprocess.Popen" else args[0]
+    _RUNNING["started"].append(f"{event}: {program!r:.200}")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _RUNNING["item"], _RUNNING["started"] = item, []
+    try:
+        return (yield)
+    finally:
+        _RUNNING["item"] = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when == "teardown" and _RUNNING["started"] and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} started processes but carries none of the "
+                           f"markers {PROCESS_MARKERS}: mark it; it started "
+                           + "; ".join(_RUNNING["started"]))
+    return report

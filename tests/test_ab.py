@@ -137,6 +137,7 @@ def test_sections_render_every_row():
     ([{"base": "host", "new": "generic"}] * 2, "ab_pairs[1]: the pair host -> generic is "
                                                 "listed twice"),
 ])
+@pytest.mark.e2e
 def test_bad_pairs_are_refused_before_any_job(tmp_path, pairs, message):
     suite = ab_suite()
     suite["ab_pairs"] = pairs

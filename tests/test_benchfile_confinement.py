@@ -1,5 +1,5 @@
 """A benchmark file reads nothing outside the benchmarks tree and the artifact / external
-files directories (workflow.suite.sharktank: Locations.roots, confinement_problems), and
+files directories (workflow.benchfile.resolve: Locations.roots, confinement_problems), and
 a tool's recorded error is its own diagnostic, not a line of an input file
 (workflow.backends.proc.diagnostic_lines).
 
@@ -21,16 +21,12 @@ import pytest
 
 from tests.conftest import tiny_suite
 from workflow.backends.proc import diagnostic_lines, first_lines, tool_path
+from workflow.benchfile.flags import flag_paths
+from workflow.benchfile.parse import load_file
+from workflow.benchfile.resolve import ARTIFACTS_ENV, EXTERNAL_ENV, OUTSIDE
+from workflow.benchfile.select import select
 from workflow.errors import ConfigError
 from workflow.suite.schema import validate_suite
-from workflow.suite.sharktank import (
-    ARTIFACTS_ENV,
-    EXTERNAL_ENV,
-    OUTSIDE,
-    flag_paths,
-    load_file,
-    select,
-)
 
 NO_ENV = {ARTIFACTS_ENV: "", EXTERNAL_ENV: ""}
 SECRET = "SECRET_TOKEN=hunter2 root:x:0:0:do-not-copy-into-reports"
@@ -308,12 +304,13 @@ def test_quoted_source_lines_are_dropped_from_diagnostics():
     assert diagnostic_lines(plain) == plain and first_lines(diagnostic_lines("")) == ""
 
 
+@pytest.mark.tool
 def test_a_malformed_mlir_in_the_tree_is_not_copied_into_the_record(tmp_path):
     """iree-compile quotes the offending line of its input under each error; the case
     record's error keeps the tool's diagnostic (`file:1:1: error: ...`), which may name a
     token of the file, and drops the quoted line (kept in the stage's log only)."""
+    from workflow.benchfile.flags import compile_flags
     from workflow.stages.iree import compile_module
-    from workflow.suite.sharktank import compile_flags
 
     pytest.importorskip("iree.compiler")
     config = suite(make(tmp_path, {"files": {"bench/m/model.mlir": SECRET + "\n"}}))
@@ -331,14 +328,15 @@ def test_a_malformed_mlir_in_the_tree_is_not_copied_into_the_record(tmp_path):
     assert SECRET in log.read_text()  # the full output stays in the log
 
 
+@pytest.mark.tool
 def test_a_malformed_input_in_the_tree_is_not_copied_into_the_record(tmp_path):
     """iree-benchmark-module names the input it failed to parse and why; it does not print
     the file's contents, and nothing of them reaches the run stage's error."""
     import struct
 
+    from workflow.benchfile.flags import compile_flags, run_spec
     from workflow.stages.iree import compile_module
     from workflow.stages.sharktank import run_benchmark_file
-    from workflow.suite.sharktank import compile_flags, run_spec
 
     pytest.importorskip("iree.runtime")
     tool_path("iree-benchmark-module")

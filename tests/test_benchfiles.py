@@ -7,18 +7,13 @@ import pytest
 
 from tests.conftest import REPO, tiny_suite
 from workflow.backends.iree import tools as iree
+from workflow.benchfile.flags import compile_flags, data_files, run_spec
+from workflow.benchfile.parse import file_problems, load_file
+from workflow.benchfile.plan import identity
+from workflow.benchfile.select import select
 from workflow.cli.main import main
 from workflow.errors import ConfigError
 from workflow.suite.schema import validate_suite
-from workflow.suite.sharktank import (
-    compile_flags,
-    data_files,
-    file_problems,
-    identity,
-    load_file,
-    run_spec,
-    select,
-)
 
 # Every field of the format's README, with a value of the documented type.
 EVERY_FIELD = {
@@ -331,6 +326,7 @@ def test_cli_lists_the_selection_with_sharktank_options(tmp_path, capsys):
     assert "1 benchmark case(s) selected" in out
 
 
+@pytest.mark.e2e
 def test_cli_runs_the_selection_through_snakemake(tmp_path, monkeypatch, capfd):
     suite = tmp_path / "s.yaml"
     suite.write_text(json.dumps(tiny_suite()))

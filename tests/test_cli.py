@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO, tiny_suite, write_suite
 from workflow.cli.main import main
 
@@ -29,6 +31,7 @@ def test_validate_reports_problems_and_exit_code(tmp_path, capsys):
     assert f"{bad}: recipes[0]: expected a recipe" in err and "int3" in err
 
 
+@pytest.mark.tool
 def test_console_script_runs():
     proc = subprocess.run([sys.executable, "-m", "workflow.cli.main", "list"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)

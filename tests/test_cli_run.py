@@ -11,8 +11,9 @@ import pytest
 
 from tests.conftest import REPO, tiny_suite, write_suite
 from workflow.cli.main import build_parser, main
-from workflow.cli.run import parse_dtype, plan_run, summary_line
+from workflow.cli.run import parse_dtype, summary_line
 from workflow.errors import ConfigError
+from workflow.stages.single_run import plan_run
 
 
 def run_args(*argv: str):

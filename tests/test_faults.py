@@ -192,6 +192,7 @@ def small_fs(where: Path, kind: str, old: dict | None):
         subprocess.run(["umount", str(where)], check=True)
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("row", STORAGE_CASES, ids=[r[0] for r in STORAGE_CASES])
 def test_a_write_to_a_full_or_read_only_results_dir_names_the_file(tmp_path, row):
     _id, _what, kind, replace, reason = row
@@ -279,7 +280,7 @@ def test_concurrent_runs_keep_every_record_and_share_the_cache(tmp_path):
 def test_a_run_lock_held_too_long_is_a_named_timeout(tmp_path):
     import fcntl
 
-    from workflow.cli.run import RUN_LOCK, workdir_lock
+    from workflow.stages.single_run import RUN_LOCK, workdir_lock
 
     with open(tmp_path / RUN_LOCK, "a") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)

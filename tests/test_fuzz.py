@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import faulthandler
 import json
+import os
 import re
 import shutil
 import signal
@@ -32,13 +33,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DATA, REPO, tiny_suite
+from workflow.benchfile.parse import load_file
+from workflow.benchfile.select import attach
 from workflow.errors import ConfigError
 from workflow.records.report import read_report
 from workflow.regression import goldens
 from workflow.suite.load import load
-from workflow.suite.sharktank import attach, load_file
 
-EXAMPLES = 150  # per property: the whole file stays well under a minute on 2 cores
+# Per property: the whole file stays well under a minute on 2 cores; `make check` (the
+# fast tier) tries fewer, `make test` this many.
+EXAMPLES = int(os.environ.get("BENCHFLOW_FUZZ_EXAMPLES", "150"))
 # Hypothesis' deadline (generous: a slow machine is no failure) and a hard guard that
 # interrupts an example that never answers, where the deadline only judges afterwards.
 DEADLINE_MS = 5000

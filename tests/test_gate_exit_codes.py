@@ -104,6 +104,7 @@ def test_bad_goldens_exit_2(tmp_path, capsys, argv, message):
     assert message in captured.err and captured.out == ""
 
 
+@pytest.mark.tool
 def test_the_console_script_exits_2_for_a_missing_goldens_dir(tmp_path):
     path = tmp_path / "r.json"
     write_json(path, make_report(make_case("host/iree/a/baseline", BASE, golden=PASSED)))
@@ -282,6 +283,7 @@ def test_ab_on_a_suite_without_pairs_exits_2_before_any_job(tmp_path, capsys):
     assert main(["ab", "--configfile", str(tmp_path / "none.yaml")]) == 2
 
 
+@pytest.mark.e2e
 def test_the_ab_rule_refuses_to_write_an_empty_comparison(tmp_path):
     with pytest.raises(ConfigError, match="tiny: ab_pairs: none declared"):
         aggregate([], str(tmp_path / "ab.json"), suite_name="tiny", config_hash="c")
@@ -316,8 +318,7 @@ def test_ab_exit_codes_per_row_verdict(tmp_path, monkeypatch, capsys, verdicts, 
 
     suite = write_suite(tmp_path / "suite.yaml", ab_suite())
     write_json(tmp_path / "results/ab.json", {"pairs": [row(v) for v in verdicts]})
-    monkeypatch.setattr(ab_cli.subprocess, "run",
-                        lambda cmd: subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setattr(ab_cli, "run_attached", lambda cmd: 0)
     assert main(["ab", "--configfile", str(suite), "--directory", str(tmp_path), *args]) == code
     assert line in capsys.readouterr().out
 
@@ -326,7 +327,6 @@ def test_ab_could_not_judge_when_snakemake_fails(tmp_path, monkeypatch, capsys):
     from tests.test_ab import ab_suite
 
     suite = write_suite(tmp_path / "suite.yaml", ab_suite())
-    monkeypatch.setattr(ab_cli.subprocess, "run",
-                        lambda cmd: subprocess.CompletedProcess(cmd, 1))
+    monkeypatch.setattr(ab_cli, "run_attached", lambda cmd: 1)
     assert main(["ab", "--configfile", str(suite), "--directory", str(tmp_path)]) == 3
     assert "COULD NOT JUDGE: snakemake exited 1" in capsys.readouterr().out

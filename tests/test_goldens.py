@@ -188,6 +188,36 @@ def test_bless_benchmark_files_records_the_files_goldens(tmp_path, capsys):
     assert main(["validate", str(bench)]) == 0
 
 
+def test_blessing_a_benchmark_file_replaces_it_whole_or_not_at_all(tmp_path, monkeypatch):
+    """The user's file is written beside itself and renamed over (records.storage): a
+    write that fails leaves it as it was; a file that is a link is updated where it
+    points, the link kept."""
+    import os
+
+    from workflow.records.storage import WriteError
+
+    target = tmp_path / "checkout" / "x_cpu.json"
+    target.parent.mkdir()
+    before = json.dumps({"inputs": [], "function_run": "f", "device": "local-task"}, indent=2)
+    target.write_text(before)
+    link = tmp_path / "m" / "x_cpu.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    report = make_report(make_case("host/iree/m.x_cpu/baseline", BASE, size=5000,
+                                   provenance={"benchmark_file": str(link), "golden_key": "cpu"}))
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", refuse)
+        with pytest.raises(WriteError, match="No space left on device"):
+            goldens.bless_benchmark_files(report, 1024, write=True)
+    assert target.read_text() == before and list(target.parent.iterdir()) == [target]
+    goldens.bless_benchmark_files(report, 1024, write=True)
+    assert link.is_symlink() and json.loads(link.read_text())["golden_size"] == {"cpu": 5120}
+
+
 # --- check and the gate -----------------------------------------------------------------
 
 REGRESSED = {"verdict": "regression", "ratio": 1.5, "p_value": 0.004, "tolerance": 1.1,
@@ -260,11 +290,9 @@ def test_gate_rule_writes_its_json_only_when_nothing_regressed(tmp_path):
 
 
 def test_golden_section_is_a_complete_record_golden(tmp_path):
-    from dataclasses import fields
+    from workflow.records.report import report_schema
 
-    from workflow.records.case import Golden
-
-    names = {f.name for f in fields(Golden)}
+    names = set(report_schema()["$defs"]["case"]["properties"]["golden"]["properties"])
     section = gate.golden_section(make_case("host/iree/a/baseline", BASE), [], None)
     assert set(section) == names and section["verdict"] == "no-golden"
     report = tmp_path / "r.json"

@@ -19,9 +19,12 @@ import pytest
 from tests.conftest import write_suite
 from tests.test_sharktank_upstream import CLIP_MLIR, CURRENT, NO_ENV, write_irpa
 from workflow.backends.iree import tools
+from workflow.benchfile.flags import compile_flags as bench_compile_flags
+from workflow.benchfile.flags import run_spec
+from workflow.benchfile.select import select
 from workflow.cli.main import main
 from workflow.errors import ConfigError
-from workflow.records.case import COMPILE_ONLY, assemble
+from workflow.records.case import assemble
 from workflow.records.report import build_report, validate_report
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.regression import gate
@@ -31,11 +34,11 @@ from workflow.stages.cases import case_benchmark_file
 from workflow.stages.iree import compile_module
 from workflow.stages.plan import bench_identity, bench_provenance
 from workflow.stages.sharktank import run_benchmark_file
+from workflow.stats.enums import Status
 from workflow.suite.load import load
 from workflow.suite.schema import validate_suite
-from workflow.suite.sharktank import compile_flags as bench_compile_flags
-from workflow.suite.sharktank import run_spec, select
 
+COMPILE_ONLY = Status.COMPILE_ONLY
 W = [{"model": "linear", "shapes": [[4, 8, 8]]}]
 CUDA = {"iree": {"target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}
 ROCM = {"iree": {"target_backend": "rocm", "target_chip": "gfx942", "device": "hip"}}
@@ -58,6 +61,7 @@ def sku_of(**iree) -> dict:
 
 # --- flags per backend ---------------------------------------------------------------------
 
+@pytest.mark.tool
 def test_compile_flags_per_target_backend():
     assert tools.compile_flags(sku_of(target_cpu="generic")) == [
         "--iree-input-type=torch", "--iree-hal-target-device=local",
@@ -77,6 +81,7 @@ def test_compile_flags_per_target_backend():
     assert tools.device_flags(CUDA) == ["--device=cuda"]
 
 
+@pytest.mark.tool
 def test_the_flags_are_the_installed_compilers():
     """The flag names as this iree-compile spells them (3.x: --iree-rocm-target, not
     --iree-hip-target), and the backends it has registered."""
@@ -101,6 +106,7 @@ def suite_file(tmp_path: Path, **skus) -> Path:
     return write_suite(tmp_path / "s.yaml", {"skus": skus, "workloads": W})
 
 
+@pytest.mark.tool
 def test_a_gpu_sku_with_a_chip_the_compiler_knows_loads(tmp_path):
     suite = load([suite_file(tmp_path, cuda=CUDA, rocm=ROCM, vulkan=VULKAN,
                              cpu={"iree": {"target_cpu": "host"}})])
@@ -110,6 +116,7 @@ def test_a_gpu_sku_with_a_chip_the_compiler_knows_loads(tmp_path):
     assert {c.sku for c in suite.iree_cases} == {"cuda", "rocm", "vulkan", "cpu"}
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize(("iree", "problem"), [
     ({"target_backend": "cuda", "target_chip": "sm_7000", "device": "cuda"},
      "skus.gpu.iree.target_chip: iree-compile {v} does not compile for 'sm_7000' "
@@ -147,6 +154,7 @@ def test_a_bad_gpu_sku_is_a_load_error_naming_the_file_sku_and_key(tmp_path, ire
                                             + problem.format(v=tools.compiler_version()))
 
 
+@pytest.mark.tool
 def test_a_bad_chip_is_reported_with_every_other_problem(tmp_path):
     path = write_suite(tmp_path / "s.yaml", {
         "skus": {"gpu": {"iree": {"target_backend": "cuda", "target_chip": "bogus",
@@ -161,6 +169,7 @@ def test_a_bad_chip_is_reported_with_every_other_problem(tmp_path):
     assert len(err.value.problems) == 3
 
 
+@pytest.mark.tool
 def test_the_compilers_answer_is_cached_per_compiler_backend_and_chip(tmp_path, chip_cache,
                                                                       monkeypatch):
     first = tools.check_target_chip("rocm", "gfx942")
@@ -175,7 +184,7 @@ def test_the_compilers_answer_is_cached_per_compiler_backend_and_chip(tmp_path, 
     def no_compile(*args, **kwargs):
         raise AssertionError("the cached answer must be used")
 
-    monkeypatch.setattr(tools.subprocess, "run", no_compile)
+    monkeypatch.setattr(tools, "capture", no_compile)
     assert tools.check_target_chip("rocm", "gfx942") == tools.ChipCheck(
         True, None, tools.compiler_version(), cached=True)
     again = tools.check_target_chip("rocm", "gfx9999")
@@ -190,9 +199,9 @@ def test_the_compilers_answer_is_cached_per_compiler_backend_and_chip(tmp_path, 
 
 def test_no_answer_is_not_cached(tmp_path, chip_cache, monkeypatch):
     def hang(*args, **kwargs):
-        raise tools.subprocess.TimeoutExpired(args[0], kwargs.get("timeout"))
+        raise tools.Timeout("iree-compile")
 
-    monkeypatch.setattr(tools.subprocess, "run", hang)
+    monkeypatch.setattr(tools, "capture", hang)
     answer = tools.check_target_chip("cuda", "sm_80", timeout=1)
     assert not answer.accepted and answer.error == "iree-compile did not answer within 1 s"
     assert not (chip_cache / "iree-target-chips").exists()
@@ -210,6 +219,7 @@ def test_local_devices_are_always_present():
     assert tools.device_absent_reason("local-sync") is None
 
 
+@pytest.mark.tool
 @pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
 @pytest.mark.parametrize("device", ["cuda", "hip"])
 def test_absent_gpu_devices_say_why(device):
@@ -217,6 +227,7 @@ def test_absent_gpu_devices_say_why(device):
     assert why.startswith(f"no {device} device here: iree.runtime's {device} driver ")
 
 
+@pytest.mark.tool
 def test_a_probe_that_hangs_or_crashes_is_a_reason_not_a_hang_or_a_crash(monkeypatch):
     monkeypatch.setattr(tools, "_DEVICE_PROBE", "import time; time.sleep(30)")
     assert tools.device_absent_reason("cuda", timeout=0.5) == (
@@ -256,7 +267,7 @@ def no_device(stage: str, reason: str = REASON) -> StageResult:
 def compile_only_case(dispatches: int = 3, size: int = 41462) -> dict:
     results = [StageResult("export", data={"graph": GRAPH}), compiled(dispatches, size),
                no_device("run"), no_device("verify")]
-    return assemble(IDENTITY, results, {"iree_device": "cuda"}).to_dict()
+    return assemble(IDENTITY, results, {"iree_device": "cuda"})
 
 
 def test_assemble_gives_compile_only_when_run_and_verify_found_no_device():
@@ -272,16 +283,16 @@ def test_assemble_gives_compile_only_when_run_and_verify_found_no_device():
 def test_a_failure_still_decides_and_no_compile_is_no_compile_only():
     failed = StageResult("compile", status="failed", failed_stage="compile", error="boom")
     case = assemble(IDENTITY, [StageResult("export"), failed, no_device("run"),
-                               no_device("verify")], {}).to_dict()
+                               no_device("verify")], {})
     assert (case["status"], case["stage"], case["error"]) == ("failed", "compile", "boom")
     verify_failed = StageResult("verify", status="failed", failed_stage="verify", error="x")
-    case = assemble(IDENTITY, [compiled(), no_device("run"), verify_failed], {}).to_dict()
+    case = assemble(IDENTITY, [compiled(), no_device("run"), verify_failed], {})
     assert (case["status"], case["stage"]) == ("failed", "verify")
     # Without an ok compile there is nothing compile-only about it.
-    case = assemble(IDENTITY, [no_device("run")], {}).to_dict()
+    case = assemble(IDENTITY, [no_device("run")], {})
     assert (case["status"], case["error"]) == ("unsupported", REASON)
     # Every stage ok: no not_measured at all.
-    assert assemble(IDENTITY, [compiled()], {}).to_dict()["not_measured"] is None
+    assert assemble(IDENTITY, [compiled()], {})["not_measured"] is None
 
 
 # --- reports ------------------------------------------------------------------------------
@@ -300,9 +311,10 @@ def ok_cpu_case() -> dict:
                StageResult("run", data={"timing": timing,
                                         "memory": {"peak_bytes": 10, "kind": "rss"}})]
     ident = {**IDENTITY, "id": "cpu/iree/linear-4x8x8-f32/baseline", "sku": "cpu"}
-    return assemble(ident, results, {"iree_device": "local-task"}).to_dict()
+    return assemble(ident, results, {"iree_device": "local-task"})
 
 
+@pytest.mark.tool
 def test_compile_only_is_its_own_status_in_every_report():
     gpu, cpu = compile_only_case(), ok_cpu_case()
     report = report_of(gpu, cpu)  # the report schema takes it
@@ -421,6 +433,7 @@ needs_no_gpu = pytest.mark.skipif(has_gpu(), reason="compile-only needs a machin
                                                     "the GPU")
 
 
+@pytest.mark.tool
 @needs_no_gpu
 def test_bless_a_compile_only_case_then_a_flag_that_adds_dispatches_fails_check(tmp_path,
                                                                                 capsys):
@@ -471,6 +484,7 @@ def test_bless_a_compile_only_case_then_a_flag_that_adds_dispatches_fails_check(
 
 # --- a real upstream sharktank ROCm file, compile-only ------------------------------------
 
+@pytest.mark.tool
 @needs_no_gpu
 def test_an_upstream_rocm_file_compiles_for_gfx942_and_is_judged_on_its_goldens(tmp_path):
     """iree-test-suites' current sdxl/clip_rocm.json on a rocm gfx942 SKU whose golden key

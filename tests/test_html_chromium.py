@@ -23,6 +23,8 @@ from tests.render_data import PEAK, iree_report, with_synthetic_verdicts
 from workflow.records.report import report_schema
 from workflow.render import dashboard, html
 
+pytestmark = pytest.mark.browser
+
 ARTIFACTS = REPO / "artifacts"
 
 

@@ -13,7 +13,7 @@ LAYERS = [
     ("cli",),
     ("stages",),
     ("regression",),
-    ("suite", "render"),
+    ("suite", "render", "benchfile"),
     ("backends",),
     ("records",),
     ("models",),
@@ -71,3 +71,41 @@ def test_few_loose_modules_and_documented_packages():
     for pkg in packages:
         doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
         assert doc and "import" in doc.lower(), f"{pkg.name}: say what it owns and imports"
+
+
+# A module a reader can hold in mind, a function that does one job its name says.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+
+
+def test_modules_and_functions_stay_small():
+    big = []
+    for path in sorted(PKG.rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(PKG.parent)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            big.append(f"{where}: {len(text.splitlines())} lines (at most {MAX_MODULE_LINES})")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    big.append(f"{where}:{node.lineno}: {node.name} is {n} lines (at most "
+                               f"{MAX_FUNCTION_LINES}): split it into named steps")
+    assert not big, "too big:\n" + "\n".join(big)
+
+
+def test_only_backends_proc_starts_processes():
+    """Every tool runs through workflow/backends/proc.py: argument lists, timeouts, output
+    decoded with errors="replace", failures in one form. No other module of workflow/ or
+    scripts/ imports subprocess."""
+    proc = PKG / "backends" / "proc.py"
+    wrong = []
+    for path in sorted([*PKG.rglob("*.py"), *(PKG.parent / "scripts").glob("*.py")]):
+        if path == proc:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) else [])
+            if any(n and n.split(".")[0] == "subprocess" for n in names):
+                wrong.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
+    assert not wrong, "subprocess outside backends/proc.py:\n" + "\n".join(wrong)

@@ -330,6 +330,7 @@ def test_coverage_still_reads_results_files_of_both_formats(tmp_path, capsys):
     assert "'workload' is a required property" in capsys.readouterr().err
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize(("case_id", "args"), [
     ("report-truncated", ["compare", "{good}", "{bad}"]),
     ("report-latin1", ["check", "--report", "{bad}"]),

@@ -197,6 +197,7 @@ def write(tmp_path: Path, case_id: str, content: str | bytes) -> Path:
     return path
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize(("case_id", "description", "content", "expected"), CASES,
                          ids=[c[0] for c in CASES])
 def test_malformed_suite_is_refused_with_file_key_and_expectation(
@@ -217,6 +218,7 @@ def test_the_table_is_large_and_its_ids_unique():
     assert len({c[0] for c in CASES}) == len(CASES)
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("case_id", ["not-utf8", "alias-bomb", "duplicate-key",
                                      "json-file-truncated", "deep-nesting", "sku-dotdot",
                                      "max-cases"])
@@ -230,6 +232,7 @@ def test_benchflow_validate_prints_the_problem_without_a_traceback(tmp_path, cas
     assert expected in proc.stderr
 
 
+@pytest.mark.tool
 def test_a_non_utf8_json_file_is_refused_by_validate_too(tmp_path):
     path = tmp_path / "suite.json"
     path.write_bytes(b'{"suite_name": "caf\xe9"}')

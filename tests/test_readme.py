@@ -158,6 +158,7 @@ def test_every_block_and_command_is_accounted_for():
 RUNNABLE = [c for c in SH_COMMANDS if rule_for(c)[1] in ("run", "dry")]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", RUNNABLE)
 def test_readme_command_runs(readme_dir, command):
     _prefix, how, expected = rule_for(command)
@@ -172,6 +173,7 @@ def test_readme_command_runs(readme_dir, command):
     assert expected in proc.stdout + proc.stderr
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"],
                          ids=lambda b: f"line{b.line}")
 def test_readme_suite_validates(readme_dir, tmp_path, block):
@@ -189,6 +191,7 @@ def test_readme_suite_validates(readme_dir, tmp_path, block):
     assert "ok: 1 file(s) valid" in proc.stdout
 
 
+@pytest.mark.tool
 def test_readme_model_example_registers_builds_and_validates(readme_dir, tmp_path):
     """The custom-model example, as written, listed under a suite's model_modules."""
     (block,) = [b for b in BLOCKS if b.lang == "python"]
@@ -224,6 +227,7 @@ for config in {configs!r}:
     assert proc.stdout.split("\n")[:2] == ["small (8, 64)", "big (8, 1024)"]
 
 
+@pytest.mark.e2e
 def test_the_refused_suite_example(readme_dir, tmp_path):
     """The README's refused suite: its SKU with 0 invocations and a second workload of
     bert with config `huge`, given to snakemake: no job, every problem on its line."""

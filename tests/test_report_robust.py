@@ -34,7 +34,7 @@ def planned(tmp_path, monkeypatch):
     for r in records:
         path = Path(r["record"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(unsupported_case(r["identity"], "stand-in").to_dict()))
+        path.write_text(json.dumps(unsupported_case(r["identity"], "stand-in")))
         redo = Path(r["redo"])
         if "/torch/" in r["redo"]:  # a torch batch's directory, else an IREE batch list
             redo.mkdir(parents=True, exist_ok=True)
@@ -76,6 +76,7 @@ REASONS = {"deleted": "file not found", "truncated": "not valid JSON (truncated?
            "missing status": "'status' is a required property"}
 
 
+@pytest.mark.tool
 def test_each_damaged_record_is_a_failed_case_with_its_reason(planned):
     suite, records = planned
     assert {r["identity"]["backend"] for r in records} == {"iree", "torch-eager"}
@@ -121,6 +122,7 @@ def test_a_new_report_removes_the_renders_of_the_old_one(planned):
     assert not any(Path(p).exists() for p in REPORT_DERIVED)
 
 
+@pytest.mark.tool
 def test_a_failing_report_step_keeps_the_previous_report_and_its_renders(planned,
                                                                           monkeypatch):
     records = planned[1]

@@ -123,6 +123,7 @@ def job_resources(text: str) -> list[tuple[str, dict]]:
     return jobs
 
 
+@pytest.mark.e2e
 def test_rules_declare_resources_from_the_case(tmp_path):
     suite = tiny_suite(timeouts={"export_s": 300, "compile_s": 200, "run_s": 100,
                                  "verify_s": 50})
@@ -154,6 +155,7 @@ def profile_dry_run(tmp_path, profile: str, env: dict):
                      env=env)
 
 
+@pytest.mark.e2e
 def test_local_profile_is_valid(tmp_path):
     proc = profile_dry_run(tmp_path, "local", dict(os.environ))
     assert "Using profile" in proc.stdout + proc.stderr
@@ -162,6 +164,7 @@ def test_local_profile_is_valid(tmp_path):
             (rule, res)
 
 
+@pytest.mark.e2e
 def test_slurm_profile_sets_account_partition_and_exclusive_timing_nodes(tmp_path):
     env = {**os.environ, "BENCHFLOW_SLURM_ACCOUNT": "max", "BENCHFLOW_SLURM_PARTITION": "cpu"}
     proc = profile_dry_run(tmp_path, "slurm", env)
@@ -173,6 +176,7 @@ def test_slurm_profile_sets_account_partition_and_exclusive_timing_nodes(tmp_pat
         assert (res.get("slurm_extra") == "--exclusive") == (rule == "iree_batch"), (rule, res)
 
 
+@pytest.mark.e2e
 def test_slurm_profile_names_an_unset_account_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHFLOW_SLURM_")}
     proc = profile_dry_run(tmp_path, "slurm", env)

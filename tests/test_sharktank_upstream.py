@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, snakemake, write_suite
+from workflow.benchfile.flags import data_files, run_spec
+from workflow.benchfile.parse import file_problems, load_file
+from workflow.benchfile.resolve import ARTIFACTS_ENV, EXTERNAL_ENV, Locations
+from workflow.benchfile.select import Availability, Selection, select
 from workflow.records.report import build_report, validate_report
 from workflow.regression.gate import golden_section
 from workflow.render import html, markdown
@@ -20,18 +24,6 @@ from workflow.stages.plan import bench_provenance, bench_skipped_plan
 from workflow.stages.report import collect_cases
 from workflow.suite.load import load
 from workflow.suite.schema import validate_suite
-from workflow.suite.sharktank import (
-    ARTIFACTS_ENV,
-    EXTERNAL_ENV,
-    Availability,
-    Locations,
-    Selection,
-    data_files,
-    file_problems,
-    load_file,
-    run_spec,
-    select,
-)
 
 UPSTREAM = DATA / "upstream" / "sharktank"
 CURRENT = UPSTREAM / "612f936" / "benchmarks"      # iree-test-suites main: every current file
@@ -314,6 +306,7 @@ def report_of(sel: Selection) -> dict:
     return report
 
 
+@pytest.mark.tool
 def test_skipped_pairs_are_recorded_with_their_reasons_and_rendered(tmp_path):
     sel = select(suite_config(CURRENT, artifacts_dir=str(tmp_path / "art")), "s.yaml",
                  env=NO_ENV)
@@ -415,6 +408,7 @@ def upstream_run(tmp_path_factory):
     return wd, before, md_before, after
 
 
+@pytest.mark.e2e
 def test_upstream_files_without_artifacts_are_all_skipped_cases(upstream_run):
     wd, before, md, _ = upstream_run
     by_id = {c["id"]: c for c in before["cases"]}
@@ -427,6 +421,7 @@ def test_upstream_files_without_artifacts_are_all_skipped_cases(upstream_run):
     assert f"- `{CLIP_ROCM}`: device 'hip' does not run" in md
 
 
+@pytest.mark.e2e
 def test_clip_cpu_runs_unchanged_and_is_judged_by_its_cpu_goldens(upstream_run):
     wd, _, _, after = upstream_run
     by_id = {c["id"]: c for c in after["cases"]}

@@ -57,6 +57,7 @@ def test_where_an_exception_was_raised_decides_whose_failure_it_is():
     assert not raised_in_own_code(model.value)
 
 
+@pytest.mark.tool
 def test_a_worker_process_tells_a_tool_failure_from_our_bug(tmp_path):
     # Wrong argument count: a ValueError in workflow/backends/iree/verify.py, our own code.
     with pytest.raises(OwnBug, match="own code"):

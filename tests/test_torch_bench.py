@@ -109,6 +109,7 @@ def test_training_phases_are_each_measured(tmp_path):
     assert got["median_ms"] == pytest.approx(sum(phases.values()), rel=0.5)
 
 
+@pytest.mark.tool
 def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8]]},
                                  {"model": "sleepy_model"}, {"model": "crashing_model"},
@@ -126,6 +127,7 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
     assert crash["status"] == "failed" and "exited with -9" in crash["error"]
 
 
+@pytest.mark.tool
 def test_a_batch_writes_one_record_per_case(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8], [8, 8, 8]]}])
     cases, plan = plan_of(suite)
@@ -140,6 +142,7 @@ def test_a_batch_writes_one_record_per_case(tmp_path):
         assert rec["timing"]["first_run_ms"] > 0 and rec["accuracy"]["pcc"] > 0.9999
 
 
+@pytest.mark.tool
 def test_a_skus_own_python_runs_its_workers_and_is_recorded(tmp_path):
     import sys
 

@@ -3,11 +3,10 @@
 import jsonschema
 import pytest
 
-from workflow.records.case import Golden
+from workflow.records.case import section
 from workflow.records.report import report_schema
 from workflow.stats.verdict import (
     GoldenRef,
-    Settings,
     count_verdict,
     judge,
     min_p,
@@ -15,6 +14,7 @@ from workflow.stats.verdict import (
     size_verdict,
     time_verdict,
 )
+from workflow.suite.defaults import gate_settings
 
 GOLDEN = (1.00, 1.01, 0.99, 1.02, 0.98)  # invocation medians, ms
 
@@ -113,7 +113,7 @@ def test_a_single_golden_number_uses_the_signed_rank_test():
 
 
 def test_no_golden_is_not_a_failure():
-    g = judge(case(GOLDEN), None, Settings())
+    g = judge(case(GOLDEN), None, gate_settings())
     assert g["verdict"] == g["dispatch_verdict"] == g["size_verdict"] == "no-golden"
     assert regressed_aspects(g) == []
 
@@ -121,7 +121,7 @@ def test_no_golden_is_not_a_failure():
 def test_golden_without_time_still_checks_dispatch_and_size():
     golden = GoldenRef(source="f.json", dispatch_count=2, binary_bytes=20_000,
                        binary_bytes_measured=19_500)
-    g = judge(case(GOLDEN, dispatch=3, size=9_000), golden, Settings())
+    g = judge(case(GOLDEN, dispatch=3, size=9_000), golden, gate_settings())
     assert g["verdict"] == "no-golden"
     assert g["dispatch_verdict"] == "regression" and g["dispatch_ratio"] == pytest.approx(1.5)
     assert g["size_verdict"] == "improvement"
@@ -153,25 +153,26 @@ def test_a_size_ceiling_rounded_up_is_no_improvement():
 
 def test_a_failed_case_that_had_a_golden_regresses():
     g = judge(case(GOLDEN, status="failed"), ref(dispatch_count=3, binary_bytes=10_000),
-              Settings())
+              gate_settings())
     assert g["verdict"] == "regression" and "failed at compile" in g["reason"]
     assert g["ratio"] is None and g["p_value"] is None
 
 
 def test_tolerance_of_the_golden_wins_over_the_suite():
     slow = [1.15, 1.16, 1.15, 1.17, 1.16]
-    assert judge(case(slow), ref(), Settings())["verdict"] == "regression"
-    assert judge(case(slow), ref(tolerance=1.3), Settings())["verdict"] == "pass"
-    assert judge(case(slow), ref(), Settings(tolerance=1.2))["tolerance"] == 1.2
+    assert judge(case(slow), ref(), gate_settings())["verdict"] == "regression"
+    assert judge(case(slow), ref(tolerance=1.3), gate_settings())["verdict"] == "pass"
+    assert judge(case(slow), ref(), gate_settings({"tolerance": 1.2}))["tolerance"] == 1.2
 
 
 def test_judge_fills_the_case_record_golden_and_the_report_schema():
     g = judge(case([1.3, 1.32, 1.29, 1.35, 1.31]), ref(dispatch_count=3, binary_bytes=10_000),
-              Settings())
-    rec = Golden(**g)  # every key is a field of the record
-    assert rec.verdict == "regression" and rec.ratio and rec.p_value and rec.source
+              gate_settings())
+    rec = section("golden", g)
+    assert set(g) <= set(rec)  # every key is a field of the record
+    assert rec["verdict"] == "regression" and rec["ratio"] and rec["p_value"] and rec["source"]
     full = report_schema()
     schema = {"$defs": full["$defs"], **full["$defs"]["case"]["properties"]["golden"]}
-    jsonschema.Draft202012Validator(schema).validate(vars(rec))
-    bad = {**vars(rec), "verdict": "slower"}
+    jsonschema.Draft202012Validator(schema).validate(rec)
+    bad = {**rec, "verdict": "slower"}
     assert not jsonschema.Draft202012Validator(schema).is_valid(bad)

@@ -66,7 +66,7 @@ IREE_VERIFY_ACCURACY = _fixed(VERIFY_DIR, backend="iree") + "/accuracy.json"
 IREE_BASELINE_RUN_TIMING = _fixed(IREE_RUN_TIMING, recipe="baseline")
 IREE_BASELINE_VERIFY_ACCURACY = _fixed(IREE_VERIFY_ACCURACY, recipe="baseline")
 
-# Targets of the benchmark-file rules (workflow.suite.sharktank): a tree of their own, so
+# Targets of the benchmark-file rules (workflow.benchfile): a tree of their own, so
 # that no rule of the export-based pipeline can also produce them.
 BF_DIR = RESULTS + "/bench_files"
 BF_COMPILE = BF_DIR + "/compile/{sku}/{benchmark}"

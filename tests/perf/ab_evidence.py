@@ -67,7 +67,10 @@ from workflow.stages.iree import _benchmark, compile_module, export, sku_tool  #
 from workflow.stages.plan import load_suite  # noqa: E402
 from workflow.stats import sequential  # noqa: E402
 from workflow.stats import summary as stats  # noqa: E402
-from workflow.stats.verdict import REGRESSION, GoldenRef, time_verdict  # noqa: E402
+from workflow.stats.enums import Verdict  # noqa: E402
+from workflow.stats.verdict import GoldenRef, time_verdict  # noqa: E402
+
+REGRESSION = Verdict.REGRESSION
 
 TOLERANCE = 1.10      # sharktank's golden_time_tolerance_multiplier, the gate's default
 P_VALUE = 0.05

@@ -39,7 +39,8 @@ sys.path.insert(0, str(REPO))
 
 from workflow.records.storage import read_json  # noqa: E402
 from workflow.regression import goldens  # noqa: E402
-from workflow.stats.verdict import GoldenRef, Settings, judge  # noqa: E402
+from workflow.stats.verdict import GoldenRef, judge  # noqa: E402
+from workflow.suite.defaults import gate_settings  # noqa: E402
 
 TOLERANCE = 1.10
 MEASUREMENT = {"invocations": 5, "repetitions": 5, "min_warmup_time_s": 0.1,
@@ -118,7 +119,7 @@ def judged(report: dict, golden: dict[str, list[float]], ids) -> dict[str, int]:
         if case["id"] in ids:
             g = GoldenRef(source="offline", median_ms=statistics.median(golden[case["id"]]),
                           invocation_medians_ms=tuple(golden[case["id"]]))
-            v = judge(case, g, Settings(tolerance=TOLERANCE))["verdict"]
+            v = judge(case, g, gate_settings({"tolerance": TOLERANCE}))["verdict"]
             counts[v] = counts.get(v, 0) + 1
     return counts
 

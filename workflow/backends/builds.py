@@ -7,7 +7,9 @@ every file it installed), a tool outside any distribution by its resolved path, 
 and mtime (a rebuild in place changes the mtime), and another Python interpreter by the
 builds of the packages it imports. These strings go into the content keys of the stages
 (workflow/stages/keys.py) and into Snakemake params, so a changed build reruns what it
-made and `snakemake -n` shows which build changed.
+made and `snakemake -n` shows which build changed. The one probe of another
+interpreter (`_probe`) also gives the torch stage the versions its case records name
+(`interpreter_versions`).
 """
 
 from __future__ import annotations
@@ -15,35 +17,39 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
+from workflow.backends.proc import Timeout, capture, python_env
+from workflow.records.provenance import distribution, package_version
+
 # Asked of another interpreter: the builds of its torch and torchao, the same way
-# package_build() makes them here.
+# package_build() makes them here, and their versions (for the case records).
 _PROBE = """
-import hashlib, json, importlib.metadata as m
-out = {}
-for d in ("torch", "torchao"):
+import hashlib, json, sys, importlib.metadata as m
+builds, versions = {}, {}
+for d in sys.argv[1:]:
     try:
         dist = m.distribution(d)
         rec = (dist.read_text("RECORD") or "").encode()
-        out[d] = f"{d}=={dist.version} record:{hashlib.sha256(rec).hexdigest()[:12]}"
+        builds[d] = f"{d}=={dist.version} record:{hashlib.sha256(rec).hexdigest()[:12]}"
+        versions[d] = dist.version
     except m.PackageNotFoundError:
-        out[d] = f"{d} not installed"
-print(json.dumps(out))
+        builds[d] = f"{d} not installed"
+        versions[d] = None
+print(json.dumps({"builds": builds, "versions": versions}))
 """
+# The packages of a torch worker's interpreter that name its build (the probe's argv).
+INTERPRETER_PACKAGES = ("torch", "torchao")
 
 
 @cache
 def package_build(name: str) -> str:
     """`name==version record:<digest>` of an installed distribution ("name not installed"
     when absent: a key, not an error; the stage that needs it fails on its own)."""
-    try:
-        dist = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
+    dist = distribution(name)
+    if dist is None:
         return f"{name} not installed"
     record = (dist.read_text("RECORD") or "").encode()
     return f"{name}=={dist.version} record:{hashlib.sha256(record).hexdigest()[:12]}"
@@ -71,23 +77,42 @@ def tool_build(custom: str | None, package: str) -> str:
 def interpreter_build(python: str | None) -> dict[str, str]:
     """The torch and torchao builds a torch worker imports: ours, or those of a SKU's own
     `torch.python` (asked in a subprocess, with its path, size and mtime besides)."""
-    if not python or os.path.realpath(python) == os.path.realpath(sys.executable):
-        return {"torch": package_build("torch"), "torchao": package_build("torchao")}
-    from workflow.paths import REPO_ROOT
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    if _ours(python):
+        return {d: package_build(d) for d in INTERPRETER_PACKAGES}
     builds = {"python": file_build(python)}
-    try:
-        proc = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=120,
-                              env=env)
-        lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-        builds.update(json.loads(lines[-1]))
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+    answer = _probe(python)
+    if answer is None:
         # Unknown builds still make a key: the path's identity above; the torch stage
         # records the failure to start this interpreter as the cases' failure.
         builds["probe"] = "failed"
+    else:
+        builds.update(answer["builds"])
     return builds
+
+
+def interpreter_versions(python: str | None) -> dict[str, str | None] | None:
+    """The torch and torchao versions a torch worker imports (None: not installed there),
+    from the same probe as interpreter_build; None when that interpreter cannot be asked."""
+    if _ours(python):
+        return {d: package_version(d) for d in INTERPRETER_PACKAGES}
+    answer = _probe(python)
+    return None if answer is None else answer["versions"]
+
+
+def _ours(python: str | None) -> bool:
+    return not python or os.path.realpath(python) == os.path.realpath(sys.executable)
+
+
+@cache
+def _probe(python: str) -> dict | None:
+    """Another interpreter's answer to _PROBE ({"builds": ..., "versions": ...}), asked
+    once per process; None when it cannot be started, fails or says nothing readable."""
+    try:
+        done = capture([python, "-c", _PROBE, *INTERPRETER_PACKAGES], timeout=120,
+                       env=python_env(python))
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, Timeout, ValueError, IndexError):
+        return None
 
 
 def source_digest(*modules: str) -> str:

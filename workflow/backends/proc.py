@@ -1,12 +1,17 @@
-"""Running external tools: argument lists only (never a shell), a timeout always,
-and a failure turned into a StageError carrying the first lines of the tool's own
-diagnostics (not the lines of an input file that it quotes: `diagnostic_lines`)."""
+"""Running external tools: argument lists only (never a shell), a timeout always (but
+for a whole workflow run attached, `run_attached`, whose tools have their own), and a
+failure turned into a StageError carrying the first lines of the tool's own diagnostics
+(not the lines of an input file that it quotes: `diagnostic_lines`). A probe that reads
+a tool's answer whatever its exit status uses `capture`, a worker read line by line as
+it runs `Streaming`. Output is decoded with errors="replace": a tool's stray bytes are
+never benchflow's crash. The only module of benchflow that starts a process."""
 
 from __future__ import annotations
 
 import faulthandler
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
@@ -15,6 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
 
@@ -66,8 +72,8 @@ def run_tool(
     start = time.monotonic()
     try:
         proc = subprocess.run(
-            [str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, **(env or {})},
+            [str(a) for a in argv], capture_output=True, text=True, errors="replace",
+            timeout=timeout, env={**os.environ, **(env or {})},
         )
     except subprocess.TimeoutExpired as exc:
         _log(log, argv, exc.stdout, exc.stderr, f"timeout after {timeout:g} s")
@@ -92,6 +98,15 @@ def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=
                     own_bug_exit=True)
 
 
+def run_attached(argv: list[str], *, out: IO[str] | None = None) -> int:
+    """Runs argv to its end and returns its exit status, its stdout and stderr going to
+    `out` (an open file) or, without one, to this process's own. Without a timeout: it is
+    for a workflow that reports as it goes (snakemake), whose every tool has its own."""
+    proc = subprocess.run([str(a) for a in argv], stdout=out,
+                          stderr=None if out is None else subprocess.STDOUT)
+    return proc.returncode
+
+
 def exit_reason(code: int) -> str:
     """A process's end in words: `exited with -11 (killed by SIGSEGV)`, `exited with 1`."""
     if code < 0:
@@ -100,6 +115,82 @@ def exit_reason(code: int) -> str:
         except ValueError:
             pass
     return f"exited with {code}"
+
+
+class Timeout(Exception):
+    """A tool that did not end within its timeout (it was killed)."""
+
+
+def capture(argv: list[str], *, timeout: float, env: dict | None = None,
+            ) -> subprocess.CompletedProcess:
+    """Runs argv to its end and returns it whatever its exit status, for a caller that
+    reads the answer itself (a probe: does the compiler take this chip, is this device
+    here, what does that interpreter import?). Raises Timeout past `timeout`, OSError
+    when argv cannot start."""
+    try:
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                              errors="replace", timeout=timeout,
+                              env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        raise Timeout(f"{Path(argv[0]).name} did not end within {timeout:g} s") from None
+
+
+def python_env(python: str) -> dict:
+    """What running benchflow's modules in the interpreter `python` adds to our
+    environment: nothing for ours; for another (a SKU's torch.python), which has no
+    benchflow package of its own, this checkout on its PYTHONPATH."""
+    if python == sys.executable:
+        return {}
+    from workflow.paths import REPO_ROOT
+
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), path]))}
+
+
+class Streaming:
+    """A tool whose stdout is read line by line as it runs (a torch worker reports each
+    case as it starts and ends), in a session of its own, so that kill() ends its
+    children too; its stderr is appended to `log` (or dropped). The caller keeps the
+    time: readline() waits at most `timeout` seconds. Use it in a `with` block, which
+    kills what still runs at its end."""
+
+    def __init__(self, argv: list[str], *, log: str | None = None, env: dict | None = None):
+        self._err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - __exit__
+        try:
+            self.proc = subprocess.Popen(
+                [str(a) for a in argv], stdout=subprocess.PIPE, stderr=self._err, text=True,
+                errors="replace", start_new_session=True, env={**os.environ, **(env or {})})
+        except BaseException:
+            self._close_log()
+            raise
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def readline(self, timeout: float) -> str | None:
+        """The next line of its stdout; "" at its end; None when none came in `timeout` s."""
+        if not self._sel.select(timeout=timeout):
+            return None
+        return self.proc.stdout.readline()
+
+    def wait(self) -> int:
+        return self.proc.wait()
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def _close_log(self) -> None:
+        if self._err is not subprocess.DEVNULL:
+            self._err.close()
+
+    def __enter__(self) -> Streaming:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._sel.close()
+        self._close_log()
+        if self.proc.poll() is None:
+            self.kill()
 
 
 def worker_main(main: Callable[[list[str]], None]) -> None:

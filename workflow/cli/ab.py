@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+from workflow.backends.proc import run_attached
 from workflow.cli.options import EXIT_CODES, HEADS, add_allow_inconclusive, gate_command
 from workflow.errors import ConfigError
 from workflow.paths import AB, REPO_ROOT
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.stats.enums import ABVerdict
 
 
 def add_parser(sub) -> None:
@@ -42,7 +43,7 @@ def add_parser(sub) -> None:
 def line(row: dict) -> str:
     """One A/B row as a line: verdict, ratio and interval, p, rounds, seconds."""
     head = f"{row['verdict'].upper():<13} {row['base']} -> {row['new']}  {row['workload']}"
-    if row["verdict"] == "failed":
+    if row["verdict"] == ABVerdict.FAILED:
         return f"{head}  ({row.get('failed_stage')}: {row.get('error')})"
     ci = row.get("ci95") or row.get("ci")
     interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[no interval]"
@@ -55,15 +56,12 @@ def line(row: dict) -> str:
 def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]:
     """The gate's outcome of A/B rows (workflow/regression/gate.py's names) and its
     lines: one per row not judged, naming the pair and why, then the summary."""
-    from workflow.stages.ab import FAILED
-    from workflow.stats.paired import INCONCLUSIVE
-
     def pair(r: dict) -> str:
         return f"{r['base']} -> {r['new']} {r['workload']}"
 
-    regressed = [r for r in rows if r["verdict"] == "regression"]
-    failed = [r for r in rows if r["verdict"] == FAILED]
-    inconclusive = [r for r in rows if r["verdict"] == INCONCLUSIVE]
+    regressed = [r for r in rows if r["verdict"] == ABVerdict.REGRESSION]
+    failed = [r for r in rows if r["verdict"] == ABVerdict.FAILED]
+    inconclusive = [r for r in rows if r["verdict"] == ABVerdict.INCONCLUSIVE]
     unjudged = failed + ([] if allow_inconclusive else inconclusive)
     result = REGRESSED if regressed else UNJUDGED if unjudged else PASSED
     lines = [f"COULD NOT JUDGE {pair(r)}: failed at {r.get('failed_stage')}, no rounds "
@@ -126,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
            *directory, "--cores", str(args.cores), AB, *extra,
            "--configfile", str(args.configfile.resolve())]
-    proc = subprocess.run(cmd)
-    if proc.returncode != 0:
-        print(f"COULD NOT JUDGE: snakemake exited {proc.returncode} before {AB} was "
+    code = run_attached(cmd)
+    if code != 0:
+        print(f"COULD NOT JUDGE: snakemake exited {code} before {AB} was "
               "complete (its output above names the failed job)")
         return EXIT_CODES[UNJUDGED]
     rows = read_rows(where / AB)

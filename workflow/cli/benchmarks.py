@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 
+from workflow.backends.proc import run_attached
 from workflow.paths import REPO_ROOT
 
 
@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Lists (or runs) the benchmark files a suite selects, with sharktank's options."""
+    from workflow.benchfile.select import attach
     from workflow.suite.load import load
-    from workflow.suite.sharktank import attach
 
     override = {k: v for k, v in {
         "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
@@ -59,4 +59,4 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         cmd.append("-n")
     print("$ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd).returncode
+    return run_attached(cmd)

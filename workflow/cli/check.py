@@ -18,14 +18,16 @@ from workflow.cli.options import (
 )
 from workflow.errors import ConfigError
 from workflow.records.report import read_report
+from workflow.stats.enums import Status, Verdict
 
 # Seconds `check` spends, in all, measuring inconclusive cases again by default: about a
 # dozen more invocations of a few cases at the default suite's settings.
 REMEASURE_BUDGET_S = 60.0
 
-HINTS = {"no-golden": "--require-goldens fails it",
-         "inconclusive": "--allow-inconclusive",
-         "skipped": "it did not run here by design"}
+# Why a case not judged counted as ok, by its kind (regression.gate.NotJudged.kind).
+HINTS = {Verdict.NO_GOLDEN: "--require-goldens fails it",
+         Verdict.INCONCLUSIVE: "--allow-inconclusive",
+         Status.SKIPPED: "it did not run here by design"}
 
 
 def add_parser(sub) -> None:

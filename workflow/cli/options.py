@@ -39,9 +39,9 @@ def add_allow_inconclusive(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_gate_options(p: argparse.ArgumentParser) -> None:
-    from workflow.stats.verdict import Settings
+    from workflow.suite.defaults import gate_settings
 
-    d = Settings()
+    d = gate_settings()  # the suite schema's goldens defaults
     p.add_argument("--tolerance", type=float, default=d.tolerance,
                    help=f"time ratio beyond which a case may regress (default {d.tolerance})")
     p.add_argument("--size-tolerance", type=float, default=d.size_tolerance,

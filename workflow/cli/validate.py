@@ -14,9 +14,6 @@ from pathlib import Path
 
 from workflow.errors import ConfigError
 
-BENCHMARK_MARKERS = ("function_run", "inputs", "golden_time_ms", "golden_dispatch",
-                     "golden_size", "benchmark_flags")
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser("validate", help="check suite files; every problem with file and key path")
@@ -50,11 +47,12 @@ def validate_files(files: list[str | Path]) -> list[str]:
 
 
 def kind_of(data) -> str:
+    from workflow.benchfile.parse import looks_like_file
     from workflow.regression.goldens import KIND
 
     if isinstance(data, dict) and data.get("kind") == KIND:
         return "goldens"
-    if isinstance(data, dict) and any(k in data for k in BENCHMARK_MARKERS):
+    if looks_like_file(data):
         return "benchmark"
     return "suite"
 
@@ -74,7 +72,7 @@ def file_problems(path: str | Path) -> list[str] | None:
 
         return problems_of(data, str(path))
     if kind == "benchmark":
-        from workflow.suite.sharktank import load_file
+        from workflow.benchfile.parse import load_file
 
         try:
             load_file(path)

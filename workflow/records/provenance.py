@@ -1,11 +1,13 @@
-"""Report-level provenance: code version, package versions, host. No torch import:
-versions come from package metadata, so aggregation stays fast."""
+"""Report-level provenance: package versions and host (the code's git commit is asked by
+workflow/backends/git.py, above this layer, and passed in). No torch import: versions
+come from package metadata, so aggregation stays fast. `distribution` and
+`package_version` are benchflow's one reader of what is installed in this interpreter
+(another interpreter is asked by workflow/backends/builds.py)."""
 
 from __future__ import annotations
 
 import os
 import platform
-import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -13,29 +15,22 @@ PACKAGES = ("torch", "iree-base-compiler", "iree-base-runtime", "snakemake", "to
             "transformers", "numpy")
 
 
-def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for pkg in PACKAGES:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def git_sha(repo: str | Path = ".") -> str | None:
+def distribution(name: str) -> metadata.Distribution | None:
+    """The installed distribution `name`, None when it is not installed."""
     try:
-        proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        return metadata.distribution(name)
+    except metadata.PackageNotFoundError:
         return None
-    if proc.returncode != 0:
-        return None
-    dirty = subprocess.run(
-        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, timeout=10,
-    ).stdout.strip()
-    return proc.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of distribution `name`, None when it is not installed."""
+    dist = distribution(name)
+    return None if dist is None else dist.version
+
+
+def versions() -> dict[str, str | None]:
+    return {"python": platform.python_version(), **{p: package_version(p) for p in PACKAGES}}
 
 
 def host() -> dict:

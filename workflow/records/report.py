@@ -26,7 +26,9 @@ def validate_report(report: dict) -> None:
 
 
 def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
-                 config_source: str, repo: str = ".") -> dict:
+                 config_source: str, git_sha: str | None = None) -> dict:
+    """The report of `cases`; `git_sha` is the code's commit (backends/git.py: records
+    runs no tool), None where it is unknown."""
     starts = [c["provenance"].get("started_at") for c in cases if c["provenance"].get("started_at")]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -35,7 +37,7 @@ def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
             "suite_name": suite_name,
             "config_source": config_source,
             "config_hash": config_hash,
-            "git_sha": provenance.git_sha(repo),
+            "git_sha": git_sha,
             "versions": provenance.versions(),
             "host": provenance.host(),
             "started_at": min(starts) if starts else None,

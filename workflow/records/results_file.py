@@ -32,6 +32,7 @@ from filelock import FileLock
 
 from workflow.records.case import SCHEMA_VERSION
 from workflow.records.storage import write_json, write_text
+from workflow.stats.enums import Status
 
 KIND = "benchflow-results"
 # Keys of every object Forge's benchmark.py appends (its error entries included): what
@@ -105,7 +106,7 @@ def forge_entry(record: dict, *, output: str | None = None, git_hash: str | None
     loop_count = timing.get("repetitions") or timing.get("calls_per_invocation")
     median_ms = timing.get("median_ms")
     entry: dict = {"total_time": 0.0, "total_samples": 0, "samples_per_sec": 0.0}
-    if record.get("status") == "ok" and median_ms and loop_count:
+    if record.get("status") == Status.OK and median_ms and loop_count:
         calls = timing["invocations"] * loop_count
         entry.update(total_time=calls * median_ms / 1e3, total_samples=calls * microbatch,
                      samples_per_sec=microbatch * 1e3 / median_ms)
@@ -123,7 +124,7 @@ def forge_entry(record: dict, *, output: str | None = None, git_hash: str | None
     entry["machine_name"] = (record.get("provenance") or {}).get("host") or socket.gethostname()
     entry["hash"] = git_hash
     entry["date"] = date
-    if record.get("status") != "ok":
+    if record.get("status") != Status.OK:
         where = f" at {record['stage']}" if record.get("stage") else ""
         entry["error"] = f"{record.get('status')}{where}: {record.get('error') or ''}".strip()
     entry[FORGE_RECORD_KEY] = record

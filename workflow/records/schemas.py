@@ -1,5 +1,6 @@
 """JSON schemas: one loader for the package's workflow/schemas/*.schema.json and for
-schema files by path (config/schema.yaml), and one validator factory.
+schema files by path (config/schema.yaml), one validator factory, and one wording of
+their problems (`schema_problems`, `key_path`) for every reader of user files.
 
 Every schema is JSON Schema 2020-12. A validator made with `fill_defaults=True` also
 writes each missing property's `default` into the instance it validates: jsonschema's
@@ -17,6 +18,7 @@ import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
@@ -64,3 +66,98 @@ def validator(schema: dict, *, fill_defaults: bool = False) -> Validator:
     """A 2020-12 validator of `schema`; with fill_defaults, validating an instance also
     fills its missing defaults in place (validate a copy of a valid instance)."""
     return (_FILLING if fill_defaults else _BASE)(schema)
+
+
+# Problems as users read them, `file: key.path: what was expected`: for suites, golden
+# files and benchmark files alike, so here below all of their readers.
+def key_path(parts) -> str:
+    """`skus.cpu-host.measurement.invocations`, `workloads[2].model`; `<top>` for the root."""
+    out = ""
+    for part in parts:
+        if not isinstance(part, int) and not str(part).isprintable():
+            part = repr(part)  # a key with a newline must not start a line of its own
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top>"
+
+
+def _expected(error: jsonschema.ValidationError) -> str:
+    """Turns a jsonschema error into 'what was expected' wording."""
+    v, schema = error.validator, error.validator_value
+    if "x-expected" in error.schema:  # a schema's own wording of what it expects
+        return f"expected {error.schema['x-expected']}, got {error.instance!r}"
+    if v == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        # YAML keys need not be strings (`1: a`): sort by their text.
+        extra = sorted(set(error.instance) - set(known), key=str)
+        pattern = list(error.schema.get("patternProperties", {}))
+        if pattern:
+            return f"keys matching {pattern[0]}, got {extra}"
+        return f"unknown key(s) {extra}; expected one of {known}"
+    if v == "type":
+        return f"expected {schema}, got {type(error.instance).__name__} {error.instance!r}"
+    if v == "enum":
+        return f"expected one of {schema}, got {error.instance!r}"
+    if v == "required":
+        return error.message
+    if v in ("minItems", "maxItems") and isinstance(error.instance, list):
+        return f"expected {schema} items ({v}), got {len(error.instance)}: {error.instance}"
+    if v == "pattern":
+        return f"expected a string matching {schema}, got {error.instance!r}"
+    return f"expected {v} {schema!r}: {error.message}"
+
+
+def _branch_errors(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors to report for one error: for a failed oneOf/anyOf, those of the branch
+    that best matches the instance (its type fits, then jsonschema's best_match, which
+    prefers the deepest error below such keywords), expanded again where they are
+    oneOf/anyOf themselves; the error itself otherwise, or when no branch's type fits."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return [error]
+    branches: dict[int, list[jsonschema.ValidationError]] = {}
+    for e in error.context:
+        branches.setdefault(e.relative_schema_path[0], []).append(e)
+    fitting = [errs for errs in branches.values()
+               if not any(e.validator == "type" and not e.relative_path for e in errs)]
+    if not fitting:
+        return [error]
+    best = jsonschema.exceptions.best_match(e for errs in fitting for e in errs)
+    branch = next(errs for errs in fitting if any(e is best for e in errs))
+    return [leaf for e in branch for leaf in _branch_errors(e)]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _lines(error: jsonschema.ValidationError, source: str) -> list[tuple[list, str]]:
+    """(key path, line) of one leaf error; an unknown key that a schema's `x-obsolete`
+    table names gets a line of its own naming its current spelling."""
+    path = list(error.absolute_path)
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        # No branch's type fits the instance: name the types the branches take.
+        types = [str(e.validator_value) for e in error.context
+                 if e.validator == "type" and not e.relative_path]
+        return [(path, f"{source}: {key_path(path)}: expected {' or '.join(types)}, got "
+                       f"{type(error.instance).__name__} {_short(error.instance)}")]
+    obsolete = error.schema.get("x-obsolete", {})
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict) and obsolete:
+        known = set(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in known]
+        out = [(path + [k], f"{source}: {key_path(path + [k])}: obsolete torchao key {k!r} "
+                            f"(no published torchao runner reads it); expected "
+                            f"{obsolete[k]}") for k in extra if k in obsolete]
+        rest = sorted((k for k in extra if k not in obsolete), key=str)
+        if rest:
+            out.append((path, f"{source}: {key_path(path)}: unknown key(s) {rest}; expected "
+                              f"one of {sorted(known)}"))
+        return out
+    return [(path, f"{source}: {key_path(path)}: {_expected(error)}")]
+
+
+def schema_problems(instance: Any, schema: dict, source: str) -> list[str]:
+    """One line per problem, `file: key.path: what was expected`, sorted by key path."""
+    check = validator(schema)
+    lines = [line for error in check.iter_errors(instance)
+             for leaf in _branch_errors(error) for line in _lines(leaf, source)]
+    return [text for _, text in sorted(lines, key=lambda pl: list(map(str, pl[0])))]

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from workflow.records.storage import read_json, write_json
+from workflow.stats.enums import Status
 
-OK, FAILED, UNSUPPORTED = "ok", "failed", "unsupported"
-# Not run: the stage's runtime device does not exist on the machine that would measure
+# A stage's status is a case status (ok, failed, unsupported: the first that is not ok
+# becomes the case's, records/case.py) or this one, a stage's own. Not run: the stage's
+# runtime device does not exist on the machine that would measure
 # (tools.device_absent_reason); `error` is that reason. After an ok compile, the case
 # assembler makes the case `compile-only` (records/case.py).
 NO_DEVICE = "no-device"
@@ -24,7 +26,7 @@ _OWN = ("stage", "status", "failed_stage", "error", "started_at", "finished_at")
 @dataclass
 class StageResult:
     stage: str
-    status: str = OK                 # ok | failed | unsupported | no-device
+    status: str = Status.OK          # ok | failed | unsupported | no-device
     failed_stage: str | None = None  # the stage that failed: this one or one upstream
     #                                  (no-device: the stage that was not run)
     error: str | None = None         # the tool's own words (first lines), or the reason
@@ -34,7 +36,7 @@ class StageResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == OK
+        return self.status == Status.OK
 
     def to_json(self) -> dict:
         return {**self.data, "stage": self.stage, "status": self.status,

@@ -13,7 +13,9 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
+from workflow.stats.enums import Status, Verdict
 from workflow.stats.verdict import GoldenRef, Settings, time_verdict
+from workflow.suite.defaults import gate_settings
 
 REGRESSED, IMPROVED, SIMILAR = "Regressed", "Improved", "Similar"
 
@@ -34,7 +36,7 @@ class Row:
 
 
 def _measured(case: dict) -> bool:
-    return case.get("status") == "ok" and bool(case.get("timing"))
+    return case.get("status") == Status.OK and bool(case.get("timing"))
 
 
 def _note(base: dict, new: dict) -> str:
@@ -51,7 +53,7 @@ def _note(base: dict, new: dict) -> str:
 
 def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
     """Rows per section plus what could not be compared and the geometric mean."""
-    settings = settings or Settings()
+    settings = settings or gate_settings()
     base_cases = {c["id"]: c for c in base["cases"]}
     new_cases = {c["id"]: c for c in new["cases"]}
     rows: list[Row] = []
@@ -74,10 +76,11 @@ def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
         if tv.ratio is None:  # a base median of zero: no ratio to speak of
             unmatched.append((cid, "base median is 0"))
             continue
-        section = {"regression": REGRESSED, "improvement": IMPROVED}.get(tv.verdict, SIMILAR)
+        section = {Verdict.REGRESSION: REGRESSED,
+                   Verdict.IMPROVEMENT: IMPROVED}.get(tv.verdict, SIMILAR)
         note = _note(b, n)
-        if tv.verdict == "inconclusive":
-            note = ", ".join(x for x in (note, "inconclusive") if x)
+        if tv.verdict == Verdict.INCONCLUSIVE:
+            note = ", ".join(x for x in (note, Verdict.INCONCLUSIVE) if x)
         rows.append(Row(cid, b["timing"]["median_ms"], n["timing"]["median_ms"], tv.ratio,
                         tv.p_value, section, note))
     sections = {

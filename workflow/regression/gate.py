@@ -20,25 +20,28 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from workflow.benchfile.plan import file_goldens_of
 from workflow.errors import ConfigError
+from workflow.records.case import section
 from workflow.records.storage import write_json
 from workflow.regression import goldens
 from workflow.stats import verdict
+from workflow.stats.enums import Status, Verdict
+from workflow.suite.defaults import gate_settings, goldens_default
 
 
 def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict | None,
                    file_goldens: dict | None = None, file_source: str | None = None) -> dict:
-    """The `golden` section of a case record: every field of record.Golden, those the
-    verdict leaves open at their defaults, so that it is complete wherever it is used."""
-    from workflow.records.case import Golden
-
+    """The `golden` section of a case record: every field the report schema gives it,
+    those the verdict leaves open at their defaults, so that it is complete wherever it
+    is used."""
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
         golden_file = golden_file[0] if golden_file else None
     ref = goldens.lookup(case["id"], golden_file, file_goldens, file_source)
-    judged = verdict.judge(case, ref, verdict.Settings.from_config(gate_config))
-    if case.get("status") == goldens.COMPILE_ONLY and ref is not None:
+    judged = verdict.judge(case, ref, gate_settings(gate_config))
+    if case.get("status") == Status.COMPILE_ONLY and ref is not None:
         judged = _compile_only(case, ref, judged)
-    return asdict(Golden(**judged))
+    return section("golden", judged)
 
 
 def _compile_only(case: dict, ref: verdict.GoldenRef, judged: dict) -> dict:
@@ -52,7 +55,7 @@ def _compile_only(case: dict, ref: verdict.GoldenRef, judged: dict) -> dict:
     else:
         reason = (f"compile-only: time not measured here ({why}); dispatch count and size "
                   "judged")
-    return {**judged, "verdict": verdict.NO_GOLDEN, "ratio": None, "p_value": None,
+    return {**judged, "verdict": Verdict.NO_GOLDEN, "ratio": None, "p_value": None,
             "test": None, "reason": reason}
 
 
@@ -61,17 +64,6 @@ def golden_input(directory: str, sku: str) -> list[str]:
     steps (cheap) so that their verdicts follow the goldens."""
     path = goldens.golden_path(directory, sku)
     return [str(path)] if path.exists() else []
-
-
-def file_goldens_of(case: dict) -> tuple[dict | None, str | None]:
-    """The goldens a case's benchmark file holds for it (cases from benchmark files)."""
-    prov = case.get("provenance") or {}
-    path, key = prov.get("benchmark_file"), prov.get("golden_key")
-    if not path or not Path(path).exists():
-        return None, None
-    from workflow.suite.sharktank import load_file
-
-    return load_file(path).goldens(key), path
 
 
 @dataclass(frozen=True)
@@ -86,16 +78,16 @@ class Finding:
 
 def _detail(g: dict) -> str:
     parts = []
-    if g.get("verdict") == verdict.REGRESSION:
+    if g.get("verdict") == Verdict.REGRESSION:
         if g.get("ratio") is not None:
             parts.append(f"time x{g['ratio']:.3f} vs tolerance x{g.get('tolerance'):g}, "
                          f"p={g.get('p_value'):.4f}")
         else:
             parts.append(g.get("reason") or "time")
-    if g.get("dispatch_verdict") == verdict.REGRESSION:
+    if g.get("dispatch_verdict") == Verdict.REGRESSION:
         parts.append(f"dispatches x{g.get('dispatch_ratio') or 0:.3f} of "
                      f"{g.get('dispatch_golden')}")
-    if g.get("size_verdict") == verdict.REGRESSION:
+    if g.get("size_verdict") == Verdict.REGRESSION:
         parts.append(f"size x{g.get('size_ratio') or 0:.3f} of {g.get('size_golden_bytes')} B "
                      f"(tolerance x{g.get('size_tolerance'):g})")
     return "; ".join(parts)
@@ -176,8 +168,9 @@ def findings(report: dict) -> list[Finding]:
 BAD_INPUT, REGRESSED, UNJUDGED, PASSED = "bad-input", "regressed", "could-not-judge", "passed"
 OUTCOMES = (BAD_INPUT, REGRESSED, UNJUDGED, PASSED)
 
-# Why a case was not judged (NotJudged.kind).
-NO_GOLDEN, INCONCLUSIVE, FAILED, SKIPPED = "no-golden", "inconclusive", "failed", "skipped"
+# Why a case was not judged (NotJudged.kind): its time verdict or its status.
+NO_GOLDEN, INCONCLUSIVE = Verdict.NO_GOLDEN, Verdict.INCONCLUSIVE
+FAILED, SKIPPED = Status.FAILED, Status.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -213,14 +206,14 @@ def _not_judged(case: dict) -> NotJudged | None:
     cid, status = case["id"], case.get("status")
     if status in verdict.NOT_RUN:
         return NotJudged(cid, SKIPPED, f"case {status}, not judged: {case.get('error')}")
-    if g.get("verdict") == verdict.INCONCLUSIVE:
+    if g.get("verdict") == Verdict.INCONCLUSIVE:
         return NotJudged(cid, INCONCLUSIVE, f"inconclusive: {g.get('reason')}")
     aspects = ("verdict", "dispatch_verdict", "size_verdict")
-    if any(g.get(a) not in (None, verdict.NO_GOLDEN) for a in aspects):
+    if any(g.get(a) not in (None, Verdict.NO_GOLDEN) for a in aspects):
         return None
     if not g.get("source"):
         return NotJudged(cid, NO_GOLDEN, f"no golden ({g.get('reason') or 'none'})")
-    if status == "failed":
+    if status == Status.FAILED:
         # It has a golden, but nothing the golden holds was measured: a failure the gate
         # cannot weigh, never an ok.
         return NotJudged(cid, FAILED, f"failed at {case.get('stage')}, nothing to judge "
@@ -265,9 +258,9 @@ def summary(report: dict, a: Assessment, extra: dict | None = None) -> dict:
     """What results/gate.json (and the gate's log) records of an assessment."""
     counts: dict[str, int] = {}
     for case in report["cases"]:
-        v = (case.get("golden") or {}).get("verdict", verdict.NO_GOLDEN)
+        v = (case.get("golden") or {}).get("verdict", Verdict.NO_GOLDEN)
         counts[v] = counts.get(v, 0) + 1
-    compile_only = sum(c.get("status") == goldens.COMPILE_ONLY for c in report["cases"])
+    compile_only = sum(c.get("status") == Status.COMPILE_ONLY for c in report["cases"])
     return {"passed": a.outcome == PASSED, "outcome": a.outcome,
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "cases": len(report["cases"]), "judged": a.judged, "time_verdicts": counts,
@@ -303,8 +296,11 @@ def run_gate(report_path: str, out: str, log: str, settings: dict | None = None,
     remeasured = []
     if remeasure is not None and not problems:
         report, remeasured = remeasure(report)
-    a = assess(report, require_goldens=s.get("require_goldens", False),
-               allow_inconclusive=s.get("allow_inconclusive", False), problems=problems)
+    a = assess(report, require_goldens=s.get("require_goldens",
+                                             goldens_default("require_goldens")),
+               allow_inconclusive=s.get("allow_inconclusive",
+                                        goldens_default("allow_inconclusive")),
+               problems=problems)
     result = summary(report, a, {"remeasured": [r.to_dict() for r in remeasured]})
     with open(log, "w") as fh:
         fh.write(json.dumps(result, indent=1) + "\n")

@@ -9,18 +9,19 @@ taken. `benchflow bless` writes entries; the case step reads them (verdict.judge
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from workflow.benchfile import goldens as file_goldens
 from workflow.errors import ConfigError
 from workflow.records import schemas
+from workflow.records.schemas import schema_problems
 from workflow.records.storage import read_json_file, write_json
 from workflow.stats import summary as stats
+from workflow.stats.enums import Status
 from workflow.stats.verdict import GoldenRef
-from workflow.suite.schema import schema_problems
 
 KIND = "benchflow-goldens"
 SCHEMA_VERSION = "1.0"
@@ -111,7 +112,7 @@ FILE_SIZE_TOLERANCE = 1.0
 
 
 def ref_from_file_goldens(goldens: dict, source: str) -> GoldenRef | None:
-    """A benchmark file's goldens of one SKU (sharktank.BenchmarkFile.goldens), judged by
+    """A benchmark file's goldens of one SKU (benchfile.parse.BenchmarkFile.goldens), judged by
     the file's own rules where benchflow follows them (stats.verdict.rules)."""
     if not goldens:
         return None
@@ -141,15 +142,12 @@ def round_up(n: int, granularity: int) -> int:
     return int(math.ceil(n / granularity) * granularity)
 
 
-COMPILE_ONLY = "compile-only"
-
-
 def blessable(case: dict) -> bool:
     """A case whose figures can be goldens: ok with a timing, or compile-only with its
     compile section (dispatch count and size, no time)."""
-    if case["status"] == COMPILE_ONLY:
+    if case["status"] == Status.COMPILE_ONLY:
         return bool(case.get("compile"))
-    return case["status"] == "ok" and bool(case.get("timing"))
+    return case["status"] == Status.OK and bool(case.get("timing"))
 
 
 def entry_from_case(case: dict, report: dict, report_path: str, granularity: int,
@@ -162,7 +160,7 @@ def entry_from_case(case: dict, report: dict, report_path: str, granularity: int
     comp = case.get("compile") or {}
     size = comp.get("binary_bytes")
     prov = report.get("provenance", {})
-    if case["status"] == COMPILE_ONLY:
+    if case["status"] == Status.COMPILE_ONLY:
         time_fields = {"median_ms": None, "invocation_medians_ms": [], "cv": None,
                        "noisy": False, "compile_only": True}
         earlier = []
@@ -223,7 +221,7 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
             plan.files[path] = read(path, case["sku"])
         old = plan.files[path]["cases"].get(case["id"])
         prior = [b[case["id"]] for b in before if case["id"] in b
-                 and b[case["id"]]["status"] == "ok" and b[case["id"]].get("timing")]
+                 and b[case["id"]]["status"] == Status.OK and b[case["id"]].get("timing")]
         new = entry_from_case(case, report, report_path, granularity, now, prior)
         plan.files[path]["cases"][case["id"]] = new
         plan.changes.append((path, case["id"], old, new))
@@ -281,7 +279,8 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
                           cases: str | None = None, write: bool = False) -> list[str]:
     """Records a report's figures as the goldens of the benchmark files its cases came
     from (golden_time_ms, golden_dispatch, golden_size under the case's golden key),
-    keeping every other field; returns what changed (written only with write=True)."""
+    keeping every other field; returns what changed (written only with write=True, each
+    file atomically: workflow.benchfile.goldens)."""
     edits: dict[str, dict] = {}
     lines = []
     for case in report["cases"]:
@@ -292,27 +291,17 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
         if (sku and case["sku"] != sku) or (cases and not fnmatch.fnmatchcase(case["id"], cases)):
             continue
         if path not in edits:
-            try:
-                edits[path] = json.loads(Path(path).read_text())
-            except (OSError, ValueError) as exc:
-                raise ConfigError([f"{path}: cannot update the goldens of this benchmark "
-                                   f"file (case {case['id']}): {exc}"]) from None
-        data = edits[path]
+            edits[path] = file_goldens.read_for_update(path, case["id"])
         comp = case.get("compile") or {}
         # A compile-only case: its dispatch count and size; the file's time stays.
-        new = {"golden_time_ms": round(case["timing"]["median_ms"], 6)
+        new = {"median_ms": round(case["timing"]["median_ms"], 6)
                if case.get("timing") else None,
-               "golden_dispatch": comp.get("dispatch_count"),
-               "golden_size": round_up(comp["binary_bytes"], granularity)
+               "dispatch_count": comp.get("dispatch_count"),
+               "binary_bytes": round_up(comp["binary_bytes"], granularity)
                if comp.get("binary_bytes") is not None else None}
-        for field_name, value in new.items():
-            if value is None:
-                continue
-            old = data.setdefault(field_name, {}).get(key)
-            data[field_name][key] = value
+        for field_name, old, value in file_goldens.set_goldens(edits[path], key, new):
             lines.append(f"  {path}: {field_name}[{key}] {old} -> {value}")
     if write:
         for path, data in edits.items():
-            # IREE's files are indented by 4; keep them diff-friendly for its reviewers.
-            Path(path).write_text(json.dumps(data, indent=4) + "\n")
+            file_goldens.write_file(path, data)
     return lines

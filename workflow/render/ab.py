@@ -4,7 +4,8 @@ seconds it took, why it stopped, and the smallest slowdown it could have detecte
 
 from __future__ import annotations
 
-import html as _html
+from workflow.render import templating
+from workflow.stats.enums import ABVerdict
 
 COLUMNS = ("verdict", "base → new", "workload", "ratio", "interval", "p", "rounds",
            "seconds", "stopped", "detectable")
@@ -20,14 +21,14 @@ EXPLANATION = (
 
 def _cells(row: dict) -> list[str]:
     pair = f"{row['base']} → {row['new']}"
-    if row["verdict"] == "failed":
+    if row["verdict"] == ABVerdict.FAILED:
         return ["**failed**", pair, row["workload"], "—",
                 f"{row.get('failed_stage')}: {row.get('error')}", "—", "—", "—", "—", "—"]
     ci = row.get("ci95") or row.get("ci")
     interval = (f"[{ci[0]:.3f}, {ci[1]:.3f}] at {row['level']:.1%}" if ci and row.get("level")
                 else "none (too few rounds)")
     verdict = row["verdict"]
-    if verdict in ("regression", "improvement"):
+    if verdict in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT):
         verdict = f"**{verdict}**"
     return [verdict, pair, row["workload"], f"×{row['ratio']:.3f}", interval,
             f"{row['p_value']:.3g}", str(row["rounds"]), f"{row['seconds']:.1f}",
@@ -43,10 +44,7 @@ def markdown(doc: dict) -> str:
 
 
 def html(doc: dict) -> str:
-    head = "".join(f"<th>{_html.escape(c)}</th>" for c in COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_html.escape(c.replace('**', ''))}</td>" for c in _cells(r))
-        + "</tr>" for r in doc["pairs"])
-    return (f'<section id="ab"><h2>A/B comparisons (interleaved)</h2>'
-            f"<p>{_html.escape(EXPLANATION.replace('*', ''))}</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>")
+    """The section as HTML (templates/ab.html.j2), the Markdown emphasis dropped."""
+    return templating.render(
+        "ab.html.j2", explanation=EXPLANATION.replace("*", ""), columns=COLUMNS,
+        rows=[[c.replace("**", "") for c in _cells(r)] for r in doc["pairs"]])

@@ -11,18 +11,20 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from workflow.stats.enums import Status, Verdict
+
 EAGER = "torch-eager"
 INDUCTOR = "torch-inductor"
 BASELINE = "baseline"
 
 # Reader-facing status: the record's status, with `ok` split into ok and degraded.
 # compile-only: compiled (dispatches, size, compile time judged), not run: no device here.
-COMPILE_ONLY = "compile-only"
-SYMBOLS = {"ok": "✅", "degraded": "🚧", "failed": "✘", "unsupported": "⊘", "skipped": "⏭",
-           COMPILE_ONLY: "⚙"}
+DEGRADED = "degraded"
+SYMBOLS = {Status.OK: "✅", DEGRADED: "🚧", Status.FAILED: "✘", Status.UNSUPPORTED: "⊘",
+           Status.SKIPPED: "⏭", Status.COMPILE_ONLY: "⚙"}
 # Regressions first, then failures, then accuracy losses: what a reader acts on first.
-_ORDER = {"regression": 0, "failed": 1, "degraded": 2, "unsupported": 3, "skipped": 4,
-          COMPILE_ONLY: 5, "ok": 6}
+_ORDER = {Verdict.REGRESSION: 0, Status.FAILED: 1, DEGRADED: 2, Status.UNSUPPORTED: 3,
+          Status.SKIPPED: 4, Status.COMPILE_ONLY: 5, Status.OK: 6}
 _VERDICT_KEYS = (("verdict", "time"), ("dispatch_verdict", "dispatch count"),
                  ("size_verdict", "binary size"))
 
@@ -33,13 +35,14 @@ def section(case: dict, name: str) -> dict:
 
 
 def median_ms(case: dict) -> float | None:
-    return section(case, "timing").get("median_ms") if case.get("status") == "ok" else None
+    return (section(case, "timing").get("median_ms") if case.get("status") == Status.OK
+            else None)
 
 
 def regressions(case: dict) -> list[str]:
     """What the golden comparison flagged: time, dispatch count, binary size."""
     golden = section(case, "golden")
-    return [what for key, what in _VERDICT_KEYS if golden.get(key) == "regression"]
+    return [what for key, what in _VERDICT_KEYS if golden.get(key) == Verdict.REGRESSION]
 
 
 def accuracy_problem(case: dict) -> str | None:
@@ -61,9 +64,9 @@ def status(case: dict) -> str:
     its accuracy is below its threshold or the golden comparison found a regression (a
     compile-only case stays compile-only; its dispatch or size regression is listed with
     the regressions)."""
-    if case["status"] != "ok":
+    if case["status"] != Status.OK:
         return case["status"]
-    return "degraded" if regressions(case) or accuracy_problem(case) else "ok"
+    return DEGRADED if regressions(case) or accuracy_problem(case) else Status.OK
 
 
 def regression_text(case: dict) -> str:
@@ -89,7 +92,7 @@ def degraded_reasons(case: dict) -> list[str]:
 
 def sort_key(case: dict) -> tuple:
     """Regressions first, then failures, degraded accuracy, the rest; by id within."""
-    rank = "regression" if regressions(case) else status(case)
+    rank = Verdict.REGRESSION if regressions(case) else status(case)
     return (_ORDER[rank], case["id"])
 
 
@@ -230,18 +233,19 @@ def verdict_text(case: dict) -> str:
     if golden.get("ratio") is not None:
         text += f" ×{golden['ratio']:.3f}"
     extra = [f"{what}: {golden[key]}" for key, what in _VERDICT_KEYS[1:]
-             if golden.get(key) not in (None, "pass", "no-golden")]
+             if golden.get(key) not in (None, Verdict.PASS, Verdict.NO_GOLDEN)]
     return "; ".join([text, *extra])
 
 
 def skipped(cases: list[dict]) -> list[dict]:
     """The skipped cases, by id: every one is shown with its reason, never dropped."""
-    return sorted((x for x in cases if x["status"] == "skipped"), key=lambda x: x["id"])
+    return sorted((x for x in cases if x["status"] == Status.SKIPPED), key=lambda x: x["id"])
 
 
 def compile_only(cases: list[dict]) -> list[dict]:
     """The compile-only cases, by id: each is shown with why it was not run."""
-    return sorted((x for x in cases if x["status"] == COMPILE_ONLY), key=lambda x: x["id"])
+    return sorted((x for x in cases if x["status"] == Status.COMPILE_ONLY),
+                  key=lambda x: x["id"])
 
 
 def not_measured(case: dict, name: str) -> str | None:
@@ -250,7 +254,8 @@ def not_measured(case: dict, name: str) -> str | None:
     entry = (case.get("not_measured") or {}).get(name)
     if not entry:
         return None
-    return f"{entry.get('status', 'unsupported')}: {' '.join(entry.get('reason', '').split())}"
+    why = " ".join(entry.get("reason", "").split())
+    return f"{entry.get('status', Status.UNSUPPORTED)}: {why}"
 
 
 def skip_reason(case: dict) -> str:

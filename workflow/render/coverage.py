@@ -18,43 +18,47 @@ from __future__ import annotations
 
 from collections import Counter
 
-PASS, FAILED, INACCURATE = "pass", "failed", "inaccurate"
-COMPILE_ONLY = "compile-only"
+from workflow.stats.enums import Status
+
+# A backend's status for a model: these two of its own, else a case status (failed,
+# compile-only, unsupported, skipped).
+PASS, INACCURATE = "pass", "inaccurate"
 # Stages before which nothing is compiled: a case failed there never reached a backend.
 BEFORE_COMPILED = {"export", "compile", "setup"}
 
 
 def _compiled(case: dict) -> bool:
     """The case got through export and its backend's compile step (torch-eager has none)."""
-    if case["status"] in ("ok", COMPILE_ONLY):
+    if case["status"] in (Status.OK, Status.COMPILE_ONLY):
         return True
-    return case["status"] == "failed" and case.get("stage") not in BEFORE_COMPILED
+    return case["status"] == Status.FAILED and case.get("stage") not in BEFORE_COMPILED
 
 
 def _backend_status(cases: list[dict]) -> dict:
     statuses = Counter(c["status"] for c in cases)
-    inaccurate = [c for c in cases if c["status"] == "ok"
+    inaccurate = [c for c in cases if c["status"] == Status.OK
                   and (c.get("accuracy") or {}).get("accurate") is False]
-    failed = [c for c in cases if c["status"] == "failed"]
+    failed = [c for c in cases if c["status"] == Status.FAILED]
     if failed:
-        status = FAILED
+        status = Status.FAILED
     elif inaccurate:
         status = INACCURATE
-    elif statuses["ok"]:
+    elif statuses[Status.OK]:
         status = PASS
-    elif statuses[COMPILE_ONLY]:
-        status = COMPILE_ONLY  # compiled, never run here: not a pass, not a failure
+    elif statuses[Status.COMPILE_ONLY]:
+        status = Status.COMPILE_ONLY  # compiled, never run here: not a pass, not a failure
     else:  # every case unsupported or skipped
-        status = "unsupported" if statuses["unsupported"] else "skipped"
-    first = (failed or inaccurate or [c for c in cases if c["status"] != "ok"] or [None])[0]
+        status = Status.UNSUPPORTED if statuses[Status.UNSUPPORTED] else Status.SKIPPED
+    first = (failed or inaccurate or [c for c in cases if c["status"] != Status.OK]
+             or [None])[0]
     return {
         "status": status,
         "cases": len(cases),
-        "ok": statuses["ok"],
-        "failed": statuses["failed"],
-        "unsupported": statuses["unsupported"],
-        "skipped": statuses["skipped"],
-        "compile_only": statuses[COMPILE_ONLY],
+        "ok": statuses[Status.OK],
+        "failed": statuses[Status.FAILED],
+        "unsupported": statuses[Status.UNSUPPORTED],
+        "skipped": statuses[Status.SKIPPED],
+        "compile_only": statuses[Status.COMPILE_ONLY],
         "compiled": sum(_compiled(c) for c in cases),
         "ran": sum(c.get("timing") is not None for c in cases),
         "inaccurate": len(inaccurate),
@@ -102,7 +106,7 @@ def model_coverage(report: dict) -> dict:
     for b in backends:
         counted = [m for m in models.values()
                    if b in m["backends"] and m["backends"][b]["status"] in
-                   (PASS, FAILED, INACCURATE)]
+                   (PASS, Status.FAILED, INACCURATE)]
         passing[b] = {"models": len(counted),
                       "passing": sum(m["backends"][b]["status"] == PASS for m in counted)}
     return {"backends": backends, "models": models, "passing": passing}
@@ -119,9 +123,9 @@ def format_coverage(cov: dict, ops: bool = False) -> str:
             if s is None:
                 cells.append("-")
                 continue
-            done = s["compile_only"] if s["status"] == COMPILE_ONLY else s["ok"]
+            done = s["compile_only"] if s["status"] == Status.COMPILE_ONLY else s["ok"]
             cell = f"{s['status']} {done}/{s['cases']}"
-            if s["status"] == FAILED:
+            if s["status"] == Status.FAILED:
                 cell += " (" + ", ".join(sorted(s["failed_stages"])) + ")"
             cells.append(cell)
         rows.append([name, str(m["aten_ops"] if m["aten_ops"] is not None else "-"),

@@ -20,6 +20,7 @@ import json
 
 from workflow.records import schemas
 from workflow.render import common as c
+from workflow.stats.enums import Status
 
 BENCHMARK_NAME = "benchflow"
 ORIGIN = "benchflow"
@@ -75,7 +76,7 @@ GPU_RUNNERS = {"cuda": "cuda", "hip": "rocm", "rocm": "rocm"}
 def gpu_runner(case: dict) -> str | None:
     """'cuda' or 'rocm' for a case that ran on a GPU, None for a CPU case (and for a
     compile-only case: nothing ran on its GPU, the CPU compiled it)."""
-    if case.get("status") == c.COMPILE_ONLY:
+    if case.get("status") == Status.COMPILE_ONLY:
         return None
     device = case.get("device") or "cpu"
     if device in GPU_RUNNERS:
@@ -125,7 +126,7 @@ def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, str]]
     golden = c.section(case, "golden")
     speedups = c.speedups(case)
     out = []
-    if timing and case.get("status") == "ok":  # a compile-only case claims no timing
+    if timing and case.get("status") == Status.OK:  # a compile-only case claims no timing
         out.append(("latency median (ms)", timing["invocation_medians_ms"],
                     golden.get("value_ms") or 0.0, "ms"))
     candidates = (
@@ -149,7 +150,7 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
     cpu_arch = prov.get("host", {}).get("cpu_model") or "unknown"
     out = []
     for case in report["cases"]:
-        if case["status"] not in ("ok", c.COMPILE_ONLY):
+        if case["status"] not in (Status.OK, Status.COMPILE_ONLY):
             continue
         run = [runner(prov, case)]
         # The CPU model, or a GPU case's GPU where it is known (torchao's arch).
@@ -170,7 +171,7 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
                 "report_status": c.status(case),
                 # A compile-only case: the device it targets and why it was not timed.
                 "target_device": (c.section(case, "provenance").get("iree_device")
-                                  if case["status"] == c.COMPILE_ONLY else None),
+                                  if case["status"] == Status.COMPILE_ONLY else None),
                 "not_measured": c.not_measured(case, "timing"),
             }),
         }

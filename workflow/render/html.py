@@ -1,16 +1,13 @@
 """results/report.html: one self-contained page (inline CSS, JS and PNG data URIs; nothing
 loaded from the network): summary with regressions first, a sortable and filterable table
 with one row per case, latency with intervals, M x K heatmaps of shape sweeps, and the
-GEMM-like cases' achieved GFLOP/s against the machine's measured peak."""
+GEMM-like cases' achieved GFLOP/s against the machine's measured peak. This module
+computes the values; templates/report.html.j2 lays them out (escaped: `templating`)."""
 
 from __future__ import annotations
 
-from html import escape
-from importlib import resources
-from string import Template
-
 from workflow.render import common as c
-from workflow.render import plots
+from workflow.render import plots, templating
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
 Col = tuple[str, str, object]
@@ -51,40 +48,32 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
     ]
 
 
-def _td(kind: str, value) -> str:
+def _cell(kind: str, value) -> tuple[str, str, str]:
+    """(kind, data-v, text): a number's data-v is its full value, which the sort reads."""
     if kind == "num":
         raw = "" if value is None else repr(float(value))
         spec = ".6f" if isinstance(value, float) and 0.99 < value <= 1 else ".4g"
-        return f'<td data-v="{raw}">{escape(c.fmt(value, spec, blank=""))}</td>'
-    return f'<td class="t">{escape(str(value))}</td>'
+        return kind, raw, c.fmt(value, spec, blank="")
+    return kind, "", str(value)
 
 
-def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[str, str]:
+def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[list, list[dict]]:
+    """The header's (name, kind) and one row per case, in the report's order."""
     cols = _columns(index, peak)
-    header = "".join(f'<th data-type="{kind}" class="{"t" if kind == "txt" else ""}">'
-                     f"{escape(name)}</th>" for name, kind, _ in cols)
     rows = []
     for x in c.ordered(cases):
-        classes = f"st-{c.status(x)}" + (" regression" if c.regressions(x) else "")
         why = c.error_summary(x.get("error")) or "; ".join(c.degraded_reasons(x))
-        title = escape(x["id"] + (f": {why}" if why else ""))
-        cells = "".join(_td(kind, fn(x)) for _, kind, fn in cols)
-        rows.append(f'<tr class="{classes}" data-id="{escape(x["id"])}" title="{title}">'
-                    f"{cells}</tr>")
-    return header, "\n".join(rows)
+        rows.append({
+            "classes": f"st-{c.status(x)}" + (" regression" if c.regressions(x) else ""),
+            "id": x["id"],
+            "title": x["id"] + (f": {why}" if why else ""),
+            "cells": [_cell(kind, fn(x)) for _, kind, fn in cols],
+        })
+    return [(name, kind) for name, kind, _ in cols], rows
 
 
-def _reasons_list(cases: list[dict], title: str, css: str, note: str) -> str:
-    """A titled list of cases with why each did not run ("" when there are none)."""
-    if not cases:
-        return ""
-    lines = [f"<li><code>{escape(x['id'])}</code>: {escape(c.skip_reason(x))}</li>"
-             for x in cases]
-    return (f'\n<h3>{title} ({len(cases)})</h3>\n<p class="note">{note}</p>'
-            f'\n<ul class="{css}">\n' + "\n".join(lines) + "\n</ul>")
-
-
-def attention(cases: list[dict]) -> str:
+def attention(cases: list[dict]) -> list[tuple[str, str]]:
+    """(id, why) of each regression, failure and accuracy loss, in the report's order."""
     items = []
     for x in c.ordered(cases):
         if c.regressions(x):
@@ -95,20 +84,12 @@ def attention(cases: list[dict]) -> str:
             why = "; ".join(c.degraded_reasons(x))
         else:
             continue
-        items.append(f"<li><code>{escape(x['id'])}</code>: {escape(why)}</li>")
-    html = ('<ul class="attention">\n' + "\n".join(items) + "\n</ul>" if items
-            else "<p>No regressions, failures or accuracy losses.</p>")
-    html += _reasons_list(c.skipped(cases), "Skipped", "skipped",
-                          "Cases that cannot run here (a benchmark file's device, chip or "
-                          "absent files), with why:")
-    html += _reasons_list(c.compile_only(cases), "Compile-only", "compile-only",
-                          "Compiled here, their dispatch count, binary size and compile time "
-                          "judged against their goldens; not run (no time, no accuracy) "
-                          "because their device is absent here:")
-    return html
+        items.append((x["id"], why))
+    return items
 
 
-def meta(report: dict, peak: dict | None) -> str:
+def meta(report: dict, peak: dict | None) -> list[tuple[str, str]]:
+    """(name, value) of the page's header: where, when and with what it was measured."""
     prov = report.get("provenance", {})
     host = prov.get("host", {})
     versions = ", ".join(f"{k} {v}" for k, v in prov.get("versions", {}).items() if v)
@@ -126,45 +107,27 @@ def meta(report: dict, peak: dict | None) -> str:
         ("Measured peak", peak_text),
         ("Versions", versions),
     ]
-    return "\n".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in items)
-
-
-def figure(uri: str | None, caption: str, alt: str, empty: str = "Nothing to plot.") -> str:
-    if uri is None:
-        return f'<p class="note">{escape(empty)}</p>'
-    return (f'<figure><img src="{uri}" alt="{escape(alt)}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")
+    return [(k, str(v)) for k, v in items]
 
 
 def render(report: dict, peak: dict | None = None) -> str:
     cases = report["cases"]
-    index = c.Index.of(cases)
-    header, rows = table(cases, index, peak)
+    header, rows = table(cases, c.Index.of(cases), peak)
     n = c.counts(cases)
-    counts = " ".join(f"<span>{n[k]} {c.SYMBOLS[k]} {k}</span>" for k in c.SYMBOLS
-                      if n[k] or k == "ok")
-    maps = plots.heatmaps(cases)
-    heatmaps = ('<div class="heatmaps">' + "".join(figure(h.uri, h.title, h.title)
-                                                  for h in maps) + "</div>"
-                if maps else '<p class="note">No shape sweep: no GEMM-like cases that ran '
-                             "with more than one (M, K) for the same N.</p>")
-    template = Template(resources.files("workflow.render").joinpath("templates/report.html.tmpl")
-                        .read_text())
-    return template.substitute(
-        suite_name=escape(report.get("provenance", {}).get("suite_name", "?")),
+    heatmaps = plots.heatmaps(cases)
+    return templating.render(
+        "report.html.j2",
+        suite_name=report.get("provenance", {}).get("suite_name", "?"),
         meta=meta(report, peak),
-        counts=f"{len(cases)} cases: {counts}",
+        cases=len(cases),
+        counts=[(n[k], c.SYMBOLS[k], k) for k in c.SYMBOLS if n[k] or k == "ok"],
         attention=attention(cases),
+        skipped=[(x["id"], c.skip_reason(x)) for x in c.skipped(cases)],
+        compile_only=[(x["id"], c.skip_reason(x)) for x in c.compile_only(cases)],
         header=header,
         rows=rows,
-        latency=figure(plots.latency(c.ordered(cases)),
-                       "Median latency per case (dot) and the 95% interval of the median "
-                       "(bar), log scale; red: degraded.",
-                       "latency per case", "No case has a timing."),
         heatmaps=heatmaps,
-        gemm=figure(plots.gemm_throughput(c.ordered(cases), peak),
-                    "Achieved GFLOP/s of GEMM-like cases ([M, K, N] shapes); dashed: this "
-                    "machine's measured f32 matmul peak." if peak else
-                    "Achieved GFLOP/s of GEMM-like cases ([M, K, N] shapes); no peak measured.",
-                    "GEMM throughput", "No GEMM-like case with a GFLOP/s figure."),
+        latency=plots.latency(c.ordered(cases)),
+        gemm=plots.gemm_throughput(c.ordered(cases), peak),
+        peak=peak,
     )

@@ -9,6 +9,7 @@ from importlib import resources
 from string import Template
 
 from workflow.render import common as c
+from workflow.stats.enums import Status
 
 COLUMNS = (
     ("Model", "the registered model (`benchflow list`)."),
@@ -63,7 +64,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 def status_cell(case: dict) -> str:
     st = c.status(case)
     text = f"{c.SYMBOLS[st]} {st}"
-    if st == "failed" and case.get("stage"):
+    if st == Status.FAILED and case.get("stage"):
         text += f" ({case['stage']})"
     return text
 
@@ -94,8 +95,8 @@ def mde_text(case: dict) -> str:
 def attention(cases: list[dict]) -> str:
     """Regressions, failures and degraded cases: what a reader should look at first."""
     regressed = [x for x in cases if c.regressions(x)]
-    failed = [x for x in cases if x["status"] == "failed"]
-    degraded = [x for x in cases if c.status(x) == "degraded" and not c.regressions(x)]
+    failed = [x for x in cases if x["status"] == Status.FAILED]
+    degraded = [x for x in cases if c.status(x) == c.DEGRADED and not c.regressions(x)]
     parts = []
     if regressed:
         lines = [f"- `{x['id']}`: {c.regression_text(x)}" for x in regressed]
@@ -126,7 +127,8 @@ def attention(cases: list[dict]) -> str:
 
 def counts_line(cases: list[dict]) -> str:
     n = c.counts(cases)
-    shown = ", ".join(f"{n[k]} {c.SYMBOLS[k]} {k}" for k in c.SYMBOLS if n[k] or k == "ok")
+    shown = ", ".join(f"{n[k]} {c.SYMBOLS[k]} {k}" for k in c.SYMBOLS
+                      if n[k] or k == Status.OK)
     return f"{len(cases)} cases: {shown}."
 
 
@@ -139,18 +141,18 @@ def backend_status(cases: list[dict], op: str) -> str:
     cases of this model whose exported graph has the op)."""
     if not cases:
         return "—"
-    failed = [x for x in cases if x["status"] == "failed"]
+    failed = [x for x in cases if x["status"] == Status.FAILED]
     base = op.rsplit(".", 1)[0] if op.count(".") >= 2 else op  # aten.histc.default -> aten.histc
     if any(re.search(re.escape(base) + r"\b", x.get("error") or "") for x in failed):
         return "✘ op"
     if failed:
         return f"✘ ({', '.join(sorted({x.get('stage') or '?' for x in failed}))})"
-    if any(x["status"] == "unsupported" for x in cases):
+    if any(x["status"] == Status.UNSUPPORTED for x in cases):
         return "⊘"
-    if all(x["status"] == "skipped" for x in cases):
+    if all(x["status"] == Status.SKIPPED for x in cases):
         return "⏭"
-    if all(x["status"] in ("skipped", c.COMPILE_ONLY) for x in cases):
-        return c.SYMBOLS[c.COMPILE_ONLY]  # compiled, never run here
+    if all(x["status"] in (Status.SKIPPED, Status.COMPILE_ONLY) for x in cases):
+        return c.SYMBOLS[Status.COMPILE_ONLY]  # compiled, never run here
     return "✅"
 
 
@@ -186,14 +188,15 @@ def passing_table(cases: list[dict]) -> str:
     for b in sorted({x["backend"] for x in cases}):
         mine = [x for x in cases if x["backend"] == b]
         tried = [x for x in mine
-                 if x["status"] not in ("unsupported", "skipped", c.COMPILE_ONLY)]
+                 if x["status"] not in (Status.UNSUPPORTED, Status.SKIPPED,
+                                        Status.COMPILE_ONLY)]
         models = {model_key(x) for x in tried}
         passing = {m for m in models
-                   if all(c.status(x) == "ok" for x in tried if model_key(x) == m)}
+                   if all(c.status(x) == Status.OK for x in tried if model_key(x) == m)}
         n = c.counts(mine)
-        rows.append([b, f"{len(passing)} / {len(models)}", f"{n['ok']} / {len(mine)}",
-                     str(n["degraded"]), str(n["failed"]), str(n["unsupported"]),
-                     str(n[c.COMPILE_ONLY])])
+        rows.append([b, f"{len(passing)} / {len(models)}", f"{n[Status.OK]} / {len(mine)}",
+                     str(n[c.DEGRADED]), str(n[Status.FAILED]), str(n[Status.UNSUPPORTED]),
+                     str(n[Status.COMPILE_ONLY])])
     return table(["backend", "models passing", "cases ✅ ok", "🚧 degraded", "✘ failed",
                   "⊘ unsupported", "⚙ compile-only"], rows)
 

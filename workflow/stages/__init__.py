@@ -4,6 +4,10 @@
 our own bug fails the job); `iree`, `sharktank` and `torch` are the measuring stages;
 `cases` assembles and judges case records; `report` aggregates them; `render` writes
 the rendered reports; `plan` and `resources` serve the Snakefile (suite loading, job
-params, cluster resource requests). May import every layer below it: regression,
-suite, render, backends, records, models, stats; never cli.
+params, cluster resource requests); `single_run` is `benchflow run`'s work (one case
+planned as a suite of its own, run by snakemake under a lock, its record read back).
+May import every layer below it: regression,
+suite, render, benchfile, backends, records, models, stats; never cli. The rules and
+scripts import only stages (and paths): what they need of a lower package, stages
+re-exports (`sharktank`: benchmark files' compile flags, run spec, data files).
 """

@@ -26,8 +26,7 @@ from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
 from workflow.stages.iree import _benchmark, sku_tool
 from workflow.stats import paired, sequential
-
-FAILED = "failed"
+from workflow.stats.enums import ABVerdict
 
 
 def plan_of(ab: dict) -> sequential.Plan:
@@ -94,7 +93,7 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
     for sku in (base, new):
         compiled = StageResult.read(COMPILE_META.format(sku=sku, workload=workload))
         if not compiled.ok:
-            result = {**row, "verdict": FAILED, "failed_stage": compiled.failed_stage,
+            result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": compiled.failed_stage,
                       "error": f"{sku}: {compiled.error}"}
             write_json(out, result)
             return result
@@ -119,7 +118,8 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
                                   _invocation(argvs[new], timeout, log), plan_of(ab),
                                   budget_s=ab["budget_s"], seed=_seed(base, new, workload))
         except StageError as exc:
-            result = {**row, "verdict": FAILED, "failed_stage": exc.stage, "error": exc.message}
+            result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": exc.stage,
+                      "error": exc.message}
             write_json(out, result)
             return result
     # ci95 only where the interval has that coverage (the plan's alpha may differ).

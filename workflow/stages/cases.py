@@ -23,7 +23,7 @@ def write_case(*, case: str, identity: dict, sku: dict, stages: list[str],
     run = next((r for r in results if r.stage == "run"), None)
     prov = {**case_provenance(run.data if run else None, sku),
             "started_at": results[0].started_at, **(provenance or {})}
-    data = assemble(identity, results, prov).to_dict()
+    data = assemble(identity, results, prov)
     data["golden"] = golden_section(data, goldens or None, gate, file_goldens, file_source)
     write_json(case, data)
     return data

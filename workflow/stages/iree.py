@@ -34,6 +34,7 @@ from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
 from workflow.stats import summary as stats
 from workflow.stats.accuracy import compare
+from workflow.stats.enums import Status
 
 RUN_ID_ENV = "BENCHFLOW_RUN_ID"
 
@@ -341,7 +342,7 @@ def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict,
         problem = fingerprint_problem(path, fp, quick=quick)
         if problem:
             return f"{path}: {problem}"
-    if entry.get("status") == "failed":
+    if entry.get("status") == Status.FAILED:
         if entry.get("timeouts") != timeouts:
             return "it failed, and the timeouts changed since"
         run = os.environ.get(RUN_ID_ENV)
@@ -383,10 +384,7 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     repair = repair_note(batch)
     context = keys.digest([cases, sku, tolerances, timeouts, content, repair])
     mpath = members_path(batch)
-    try:
-        last_context = read_json(mpath).get("context")
-    except (OSError, ValueError, AttributeError):
-        last_context = None
+    last_context = _last_context(mpath)
     members = read_members(mpath)
     problems = [reuse_problem(members.get(c["identity"]["id"]), c["identity"]["id"], p,
                               timeouts, retry_failures=False)
@@ -399,11 +397,7 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
             key = keys.digest(part)
             path = case_files(ident)["record"]
             reused = problem is None and not forced
-            why = "reused" if reused else (
-                "measuring again: the rerun was forced" if forced else
-                "measuring" if problem == "not measured yet" else
-                f"measuring again: {problem}")
-            fh.write(f"{ident['id']}: {why} ({key})\n")
+            fh.write(f"{ident['id']}: {_member_why(reused, forced, problem)} ({key})\n")
             fh.flush()
             if reused:
                 kept[ident["id"]] = members[ident["id"]]
@@ -419,6 +413,23 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     write_json(mpath, {"context": context, "members": kept, "repair": repair})
     write_json(batch, {"cases": listed})
     return {"cases": listed}
+
+
+def _last_context(mpath: Path) -> str | None:
+    """The context (the job's inputs) of the batch's last finished run; None if unknown."""
+    try:
+        return read_json(mpath).get("context")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _member_why(reused: bool, forced: bool, problem: str | None) -> str:
+    """Why a member is reused or measured, for its line in the batch's log."""
+    if reused:
+        return "reused"
+    if forced:
+        return "measuring again: the rerun was forced"
+    return "measuring" if problem == "not measured yet" else f"measuring again: {problem}"
 
 
 def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeouts: dict,

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from workflow.errors import StageError
-from workflow.records.stage import FAILED, NO_DEVICE, StageResult
+from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.records.storage import touch_empty
+from workflow.stats.enums import Status
 
 
 def now_iso() -> str:
@@ -34,13 +35,14 @@ def run_stage(stage: str, meta_path: str, artifacts: list[str], upstream: list[s
     result = StageResult(stage=stage, started_at=now_iso())
     failed_up = next((up for up in map(StageResult.read, upstream) if not up.ok), None)
     if failed_up is not None:
-        result.status, result.failed_stage = FAILED, failed_up.failed_stage
+        result.status, result.failed_stage = Status.FAILED, failed_up.failed_stage
         result.error = failed_up.error
     else:
         try:
             result.data = body()
         except StageError as exc:
-            result.status, result.failed_stage, result.error = FAILED, stage, exc.message
+            result.status, result.failed_stage, result.error = (Status.FAILED, stage,
+                                                                exc.message)
     if not result.ok:
         # Snakemake requires every declared output: a failed stage leaves them empty.
         for art in artifacts:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from snakemake.exceptions import WorkflowError
 
+from workflow.benchfile import plan as bench_plan
+from workflow.benchfile.select import attach
 from workflow.errors import ConfigError
 from workflow.suite.load import Suite, load
 from workflow.suite.schema import DEFAULT_CONFIG
@@ -37,10 +39,8 @@ def load_suite(cli_configfiles, cli_overrides) -> Suite:
 
 
 def attach_benchmark_files(suite: Suite):
-    """The suite's benchmark files (workflow.suite.sharktank.Selection), also kept on it as
-    suite.benchmark_files; a bad selection or benchmark file raises Refused."""
-    from workflow.suite.sharktank import attach
-
+    """The suite's benchmark files (workflow.benchfile.select.Selection), also kept on it
+    as suite.benchmark_files; a bad selection or benchmark file raises Refused."""
     try:
         return attach(suite)
     except ConfigError as exc:
@@ -59,18 +59,30 @@ def check_goldens(suite: Suite) -> None:
 def bench_case_paths(bench) -> list[str]:
     """The case records of the suite's benchmark files (`bench`, from
     attach_benchmark_files), judged in their own cheap case step."""
-    from workflow.suite.sharktank import case_paths
+    return bench_plan.case_paths(bench)
 
-    return case_paths(bench)
+
+def case_golden_input(suite: Suite, sku: str) -> list[str]:
+    """The SKU's golden file as an input of a step that judges its cases, when it exists
+    (regression.gate.golden_input): blessing reruns those steps only."""
+    from workflow.regression.gate import golden_input
+
+    return golden_input(suite.config["goldens"]["dir"], sku)
 
 
 def report_golden_inputs(suite: Suite) -> list[str]:
     """Golden files of the SKUs with IREE or torch cases: the report step judges those
     cases (cheap) instead of their measuring jobs, so blessing never re-measures."""
-    from workflow.regression.gate import golden_input
-
     skus = sorted({c.sku for c in suite.iree_cases} | {key[0] for key in suite.torch_batches})
-    return [g for sku in skus for g in golden_input(suite.config["goldens"]["dir"], sku)]
+    return [g for sku in skus for g in case_golden_input(suite, sku)]
+
+
+def iree_builds() -> tuple[str, str]:
+    """The builds of the IREE compiler and runtime packages (backends/builds.py): params
+    of the benchmark-file and A/B rules, so that another build reruns what it made."""
+    from workflow.backends.builds import package_build
+
+    return package_build("iree-base-compiler"), package_build("iree-base-runtime")
 
 
 def torch_batch_plan(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> list:
@@ -87,38 +99,24 @@ def unsupported_plan(suite: Suite) -> list[dict]:
 def bench_module_files(bench, sku: str, benchmark: str, pattern: str) -> list[str]:
     """The compiled modules (or their stage JSONs: `pattern` is BF_COMPILE_VMFB or
     BF_COMPILE_META) that a pipeline benchmark file loads before its own, on one SKU."""
-    return [pattern.format(sku=sku, benchmark=m) for m in bench.module_ids(benchmark)]
+    return bench_plan.module_files(bench, sku, benchmark, pattern)
 
 
 def bench_identity(bench, sku: str, benchmark: str) -> dict:
     """The case identity of one benchmark file on one SKU."""
-    from workflow.suite.sharktank import identity
-
-    return identity(next(c for c in bench.cases if c.sku == sku and c.benchmark == benchmark))
+    return bench_plan.identity(bench_plan.case_of(bench, sku, benchmark))
 
 
 def bench_provenance(bench, sku: str, benchmark: str) -> dict:
     """Where a benchmark file's case comes from: the file, its golden key, its device, the
     MLIR and weights it was found with."""
-    f = bench.file(benchmark)
-    return {"benchmark_file": str(f.path), "golden_key": bench.golden_key(sku),
-            "iree_device": f.data["device"],
-            "compiled_file_name": f.data.get("compiled_file_name"),
-            "mlir_file": str(f.mlir), "weights": [str(w) for w in bench.weights(benchmark)]}
+    return bench_plan.provenance(bench, sku, benchmark)
 
 
 def bench_skipped_plan(bench) -> list[dict]:
     """The benchmark files' (file, SKU) pairs that cannot run here, with their reasons:
     recorded as skipped cases by the report step (never dropped, never a missing input)."""
-    from workflow.suite.sharktank import identity
-
-    if bench is None:
-        return []
-    return [{"identity": identity(case), "reason": why,
-             "provenance": {"benchmark_file": str(case.file.path),
-                            "golden_key": bench.golden_key(case.sku),
-                            "iree_device": case.file.data["device"]}}
-            for case, (_, _, why) in zip(bench.skipped_cases(), bench.skipped, strict=True)]
+    return bench_plan.skipped_plan(bench)
 
 
 def iree_batch_plan(suite: Suite, sku: str, batch: str) -> list[dict]:
@@ -199,7 +197,7 @@ def report_records(suite: Suite, bench) -> list[dict]:
     whether the report step judges it against the goldens (IREE and torch cases; a
     benchmark file's case was judged in its own case step), and the output that makes
     it again (its batch list or directory, or the benchmark file's case record)."""
-    from workflow.paths import BF_CASE, CASE, iree_batch_path, torch_batch_dir
+    from workflow.paths import CASE, iree_batch_path, torch_batch_dir
 
     out = []
     for key, cases in suite.iree_batches.items():
@@ -214,12 +212,5 @@ def report_records(suite: Suite, bench) -> list[dict]:
             ident = c.identity()
             out.append({"record": f"{torch_batch_dir(key)}/cases/{ident['workload']}.json",
                         "identity": ident, "judge": True, "redo": torch_batch_dir(key)})
-    if bench is not None:
-        from workflow.suite.sharktank import identity
-
-        for c in bench.cases:
-            path = BF_CASE.format(sku=c.sku, benchmark=c.benchmark)
-            out.append({"record": path, "identity": identity(c), "judge": False,
-                        "redo": path})
-    return out
+    return out + bench_plan.case_records(bench)
 

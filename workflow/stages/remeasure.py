@@ -46,6 +46,8 @@ from workflow.regression import gate
 from workflow.stages.iree import _benchmark
 from workflow.stats import summary as stats
 from workflow.stats import verdict
+from workflow.stats.enums import Verdict
+from workflow.suite.defaults import gate_settings
 
 
 @dataclass(frozen=True)
@@ -207,13 +209,13 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     SKU settings (a SKU's noisy_cv; else the schema's default), timeout_s: per
     invocation (else the schema's timeouts.run_s); invoke(argv) -> median ms: for tests."""
     todo = [i for i, c in enumerate(report["cases"])
-            if (c.get("golden") or {}).get("verdict") == verdict.INCONCLUSIVE]
+            if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE]
     if budget_s <= 0 or not todo:
         return report, []
     defaults = schema_defaults()
     timeout = timeout_s or defaults["run_s"]
     invoke = invoke or (lambda argv: _benchmark(argv, timeout, log).median_ms)
-    p_threshold = verdict.Settings.from_config(gate_config).p_value
+    p_threshold = gate_settings(gate_config).p_value
     cases = list(report["cases"])
     outcomes = []
     deadline = time.monotonic() + budget_s
@@ -227,7 +229,7 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
                 raise NotFeasible("no golden time to judge new invocations against")
             medians, seconds = measure_again(case, ref, share, p_threshold, invoke)
         except NotFeasible as exc:
-            outcomes.append(Remeasured(case["id"], verdict.INCONCLUSIVE, None, str(exc)))
+            outcomes.append(Remeasured(case["id"], Verdict.INCONCLUSIVE, None, str(exc)))
             continue
         noisy_cv = ((skus or {}).get(case["sku"], {}).get("measurement", {})
                     .get("noisy_cv", defaults["noisy_cv"]))
@@ -237,7 +239,7 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
         golden = gate.judged_again({**case, "timing": timing}, golden_file, gate_config)
         cases[i] = {**case, "golden": golden}
         outcomes.append(Remeasured(
-            case["id"], verdict.INCONCLUSIVE, golden["verdict"],
+            case["id"], Verdict.INCONCLUSIVE, golden["verdict"],
             f"{len(medians)} new invocations in {seconds:.1f} s, judged alone (not pooled "
             f"with the report's {len(case['timing']['invocation_medians_ms'])}): "
             f"{golden.get('reason')}", tuple(medians), seconds))

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from workflow.backends.git import git_sha
 from workflow.errors import ConfigError
-from workflow.records.case import IDENTITY, CaseRecord, skipped_case, unsupported_case
+from workflow.records.case import case_record, skipped_case, unsupported_case
 from workflow.records.report import build_report, case_problem, validate_report
 from workflow.records.storage import read_json_file, write_json
 from workflow.regression.gate import golden_section
+from workflow.stats.enums import Status
 from workflow.stats.speedup import fill_speedups
 
 # The stage of a case whose record could not be used (absent, not JSON, not its own).
@@ -57,10 +59,8 @@ def read_case(planned: dict) -> tuple[dict, bool]:
         problem = record_problem(path, record, identity["id"])
         if problem is None:
             return record, True
-    failed = CaseRecord(**{k: identity[k] for k in IDENTITY if k in identity},
-                        status="failed", stage=RECORD_STAGE,
-                        error=f"{problem}; the next run measures this case again")
-    return failed.to_dict(), False
+    return case_record(identity, status=Status.FAILED, stage=RECORD_STAGE,
+                       error=f"{problem}; the next run measures this case again"), False
 
 
 def collect_cases(records: list[dict], unsupported: list[dict] = (),
@@ -81,9 +81,8 @@ def collect_cases(records: list[dict], unsupported: list[dict] = (),
         if planned["judge"] and gate is not None:
             case["golden"] = golden_section(case, by_sku.get(case["sku"]), gate)
         cases.append(case)
-    cases += [unsupported_case(u["identity"], u["reason"]).to_dict() for u in unsupported]
-    cases += [skipped_case(u["identity"], u["reason"], u.get("provenance")).to_dict()
-              for u in skipped]
+    cases += [unsupported_case(u["identity"], u["reason"]) for u in unsupported]
+    cases += [skipped_case(u["identity"], u["reason"], u.get("provenance")) for u in skipped]
     fill_speedups(cases)
     return cases
 
@@ -127,7 +126,7 @@ def aggregate(records: list[dict], out: str, *, unsupported: list[dict] = (),
     damaged: list[dict] = []
     cases = collect_cases(list(records), list(unsupported), list(golden_files), gate,
                           list(skipped), damaged)
-    report = build_report(cases, **kwargs)
+    report = build_report(cases, git_sha=git_sha("."), **kwargs)
     validate_report(report)
     for path in derived:
         Path(path).unlink(missing_ok=True)

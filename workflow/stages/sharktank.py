@@ -2,15 +2,21 @@
 compile_module with the file's flags; the case step is stages.cases). Failures follow
 stages/model.py. A file whose device is absent on the measuring machine (a hip or cuda
 file compiled for a GPU SKU on a machine without that GPU) is not run: its run stage
-says no-device with the reason, and the case is compile-only."""
+says no-device with the reason, and the case is compile-only.
+
+The compile flags, run spec and data files the rules give these stages come from
+workflow.benchfile.flags, re-exported here: rules import only stages and paths."""
 
 from __future__ import annotations
 
 from workflow.backends.iree import tools as iree
 from workflow.backends.proc import tool_path
+from workflow.benchfile.flags import compile_flags, data_files, run_spec
 from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
 from workflow.stages.model import not_run, run_stage
+
+__all__ = ["compile_flags", "data_files", "run_benchmark_file", "run_spec"]
 
 
 def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, timeout: float,

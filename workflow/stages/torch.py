@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from workflow.backends.proc import exit_reason, first_lines
+from workflow.backends.builds import interpreter_versions
+from workflow.backends.proc import Streaming, exit_reason, first_lines, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.records.case import assemble, torch_provenance
-from workflow.records.stage import FAILED, UNSUPPORTED, StageResult
+from workflow.records.stage import StageResult
 from workflow.records.storage import write_json
 from workflow.stages.members import write_files_members
 from workflow.stats import summary as stats
+from workflow.stats.enums import Status
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
@@ -50,60 +49,41 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
             os.unlink(plan_file)
         results.update(done)
         if stuck is not None:
-            results[stuck] = {"status": "failed", "error": why}
+            results[stuck] = {"status": Status.FAILED, "error": why}
         finished = set(done) | ({stuck} if stuck else set())
         if not finished:  # the worker died before its first case: fail them all
             for case in remaining:
-                results[case["id"]] = {"status": "failed", "error": why}
+                results[case["id"]] = {"status": Status.FAILED, "error": why}
             break
         remaining = [c for c in remaining if c["id"] not in finished]
     return results
-
-
-def worker_env(python: str) -> dict | None:
-    """The environment of a worker run by another interpreter (a SKU's torch.python):
-    ours, with benchflow's package on its PYTHONPATH; None (inherit) for our own."""
-    if python == sys.executable:
-        return None
-    from workflow.paths import REPO_ROOT
-
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), path]))}
 
 
 def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                 log: str | None):
     """Runs a worker until it ends; returns (results, id of a case it hung or crashed
     on, why)."""
-    err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
-        stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
-        env=worker_env(python))
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
     results: dict[str, dict] = {}
-    current, deadline, buffer = None, time.monotonic() + timeout, ""
-    try:
+    current, deadline = None, time.monotonic() + timeout
+    with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
+                   log=log, env=python_env(python)) as worker:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                worker.kill()
                 return results, current, f"timeout after {timeout:g} s ({pass_name})"
-            if not sel.select(timeout=min(left, 1.0)):
+            line = worker.readline(min(left, 1.0))
+            if line is None:
                 continue
-            chunk = proc.stdout.readline()
-            if not chunk:
+            if not line:
                 break
-            buffer = chunk
-            msg = json.loads(buffer)
+            msg = json.loads(line)
             if msg["event"] == "start":
                 current, deadline = msg["case"], time.monotonic() + timeout
             elif msg["event"] == "result":
                 results[msg["case"]] = msg["result"]
                 current = None
-        code = proc.wait()
+        code = worker.wait()
         if code == OWN_BUG_EXIT:
             tail = Path(log).read_text()[-4000:] if log else ""
             raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
@@ -113,13 +93,6 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
             return results, current, first_lines(
                 f"torch worker {exit_reason(code)} ({pass_name}):\n{tail}")
         return results, None, ""
-    finally:
-        sel.close()
-        if log:
-            err.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,
@@ -134,7 +107,7 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
             "python": sku["torch"].get("python")}
     t0 = time.monotonic()
     char = run_pass(plan, "characterize", cases, timeout_per_case=timeout_per_case, log=log)
-    live = [c for c in cases if char[c["id"]].get("status") == "ok"]
+    live = [c for c in cases if char[c["id"]].get("status") == Status.OK]
     samples: dict[str, list[dict]] = {c["id"]: [] for c in live}
     failures: dict[str, str] = {}
 
@@ -145,7 +118,7 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
                 return
             res = run_pass(plan, "time", subset, timeout_per_case=timeout_per_case, log=log)
             for cid, r in res.items():
-                if r.get("status") == "failed":
+                if r.get("status") == Status.FAILED:
                     failures[cid] = r["error"]
                 else:
                     samples[cid].append(r)
@@ -165,7 +138,7 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
                                 failures.get(case["id"]), m, case["identity"]["compile_mode"],
                                 noisy_reruns=int(case["id"] in reruns))
         data = assemble(case["identity"], results,
-                        {**torch_provenance(sku, char[case["id"]]), **interpreter}).to_dict()
+                        {**torch_provenance(sku, char[case["id"]]), **interpreter})
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
@@ -182,13 +155,9 @@ def interpreter_provenance(python: str | None, log: str | None) -> dict:
     whose versions the report's provenance holds)."""
     if not python:
         return {}
-    probe = ("import importlib.metadata as m, json\n"
-             "print(json.dumps({d: m.version(d) for d in ('torch', 'torchao')}))")
-    try:
-        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True,
-                              timeout=120, env=worker_env(python))
-        versions = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+    # The probe that names the interpreter's builds in the stages' keys (cached there).
+    versions = interpreter_versions(python)
+    if versions is None:
         versions = {"torch": None, "torchao": None}
         if log:
             with open(log, "a") as fh:
@@ -203,17 +172,18 @@ def torch_results(char: dict, samples: list[dict], failure: str | None, m: dict,
     accuracy, memory, profile, torch.compile's first call), then `run` (the timing
     statistics of its invocations). Failures of either are recorded at stage `run`."""
     status = char.get("status")
-    if status == "unsupported":
-        return [StageResult("characterize", UNSUPPORTED, error=char["reason"])]
-    if status != "ok":
-        return [StageResult("characterize", FAILED, "run", char.get("error", "unknown error"))]
+    if status == Status.UNSUPPORTED:
+        return [StageResult("characterize", Status.UNSUPPORTED, error=char["reason"])]
+    if status != Status.OK:
+        return [StageResult("characterize", Status.FAILED, "run",
+                            char.get("error", "unknown error"))]
     data = {k: char[k] for k in ("graph", "accuracy", "memory", "profile", "flops")}
     if char.get("compile_seconds") is not None:
         data["compile"] = {"seconds": char["compile_seconds"], "dispatch_count": None,
                            "binary_bytes": None, "flags": [f"mode={compile_mode}"]}
     results = [StageResult("characterize", data=data)]
     if failure:
-        return [*results, StageResult("run", FAILED, "run", failure)]
+        return [*results, StageResult("run", Status.FAILED, "run", failure)]
     timing = stats.summarize([s["median_ms"] for s in samples], m["noisy_cv"])
     phases = None
     if samples and "phases_ms" in samples[0]:

@@ -30,10 +30,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from workflow.stats.enums import ABVerdict
 from workflow.stats.summary import _rank, median_interval
 
-REGRESSION, IMPROVEMENT = "regression", "improvement"
-NO_DIFFERENCE, INCONCLUSIVE = "no-difference", "inconclusive"
+# The verdicts this comparison gives (the fifth, failed, is the A/B stage's).
+REGRESSION, IMPROVEMENT = ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT
+NO_DIFFERENCE, INCONCLUSIVE = ABVerdict.NO_DIFFERENCE, ABVerdict.INCONCLUSIVE
 METHOD = "paired log ratios: median, order-statistic interval, exact sign test"
 MAD_TO_SIGMA = 1.4826  # 1 / Phi^-1(3/4): MAD of a normal sample -> its sigma
 

@@ -4,10 +4,12 @@ that compares with it."""
 
 from __future__ import annotations
 
+from workflow.stats.enums import Status
+
 
 def _median(case: dict) -> float | None:
     t = case.get("timing")
-    return t["median_ms"] if case.get("status") == "ok" and t else None
+    return t["median_ms"] if case.get("status") == Status.OK and t else None
 
 
 def fill_speedups(cases: list[dict], eager_backend: str = "torch-eager") -> None:

@@ -41,27 +41,20 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-PASS, REGRESSION, IMPROVEMENT = "pass", "regression", "improvement"
-INCONCLUSIVE, NO_GOLDEN = "inconclusive", "no-golden"
+from workflow.stats.enums import Status, Verdict
+
 MANN_WHITNEY = "mann-whitney-exact"
 WILCOXON = "wilcoxon-signed-rank-exact"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The suite's `goldens` thresholds (config/schema.yaml has their defaults)."""
+    """The suite's `goldens` thresholds. No defaults here: config/schema.yaml holds them,
+    and workflow.suite.defaults.gate_settings fills what a suite leaves out."""
 
-    tolerance: float = 1.10
-    size_tolerance: float = 1.05
-    p_value: float = 0.05
-
-    @classmethod
-    def from_config(cls, goldens: dict | None) -> Settings:
-        g = goldens or {}
-        d = cls()
-        return cls(tolerance=g.get("tolerance", d.tolerance),
-                   size_tolerance=g.get("size_tolerance", d.size_tolerance),
-                   p_value=g.get("p_value", d.p_value))
+    tolerance: float
+    size_tolerance: float
+    p_value: float
 
 
 @dataclass(frozen=True)
@@ -116,7 +109,7 @@ def one_sided_p(new: Sequence[float], golden: Sequence[float] | float, alternati
 def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
                  tolerance: float, p_threshold: float) -> TimeVerdict:
     if not golden.median_ms:
-        return TimeVerdict(NO_GOLDEN, None, None, None, "no golden time")
+        return TimeVerdict(Verdict.NO_GOLDEN, None, None, None, "no golden time")
     median = statistics.median(new_medians)
     ratio = median / golden.median_ms
     sample = (golden.invocation_medians_ms if golden.invocation_medians_ms
@@ -127,15 +120,15 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
     beyond = ratio > tolerance if direction == "greater" else ratio < 1 / tolerance
     where = f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({test})"
     if not beyond:
-        return TimeVerdict(PASS, ratio, p, test, f"within tolerance: {where}")
-    would = REGRESSION if direction == "greater" else IMPROVEMENT
+        return TimeVerdict(Verdict.PASS, ratio, p, test, f"within tolerance: {where}")
+    would = Verdict.REGRESSION if direction == "greater" else Verdict.IMPROVEMENT
     if p >= p_threshold:
         if min_p(len(new_medians), n_golden) >= p_threshold:
-            return TimeVerdict(INCONCLUSIVE, ratio, p, test,
+            return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, test,
                                f"would be {would} but {len(new_medians)} invocations vs "
                                f"{n_golden or 'a single golden number'} cannot reach "
                                f"p < {p_threshold:g}: {where}")
-        return TimeVerdict(INCONCLUSIVE, ratio, p, test,
+        return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, test,
                            f"would be {would} but not significant (p >= {p_threshold:g}): "
                            f"noise can explain the ratio: {where}")
     if noisy:
@@ -145,7 +138,7 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
         beyond_where = (f"{where}; noisy, the shift beyond x{tolerance:g} has "
                         f"p={p_beyond:.4f}")
         if p_beyond >= p_threshold:
-            return TimeVerdict(INCONCLUSIVE, ratio, p, test,
+            return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, test,
                                f"would be {would} but the case is still noisy after its "
                                f"rerun and the shift is not significantly beyond the "
                                f"tolerance: {beyond_where}")
@@ -156,11 +149,11 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
 def count_verdict(new: int | None, golden: int | None) -> tuple[str, float | None]:
     """Dispatch count: any increase regresses."""
     if golden is None or new is None:
-        return NO_GOLDEN, None
+        return Verdict.NO_GOLDEN, None
     ratio = new / golden if golden else None
     if new > golden:
-        return REGRESSION, ratio
-    return (IMPROVEMENT if new < golden else PASS), ratio
+        return Verdict.REGRESSION, ratio
+    return (Verdict.IMPROVEMENT if new < golden else Verdict.PASS), ratio
 
 
 def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
@@ -169,13 +162,13 @@ def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
     numbers); an improvement is judged against the size measured before rounding, so
     it is only known for goldens that keep it."""
     if golden is None or new is None:
-        return NO_GOLDEN, None
+        return Verdict.NO_GOLDEN, None
     ratio = new / golden if golden else None
     if new > golden * size_tolerance:
-        return REGRESSION, ratio
+        return Verdict.REGRESSION, ratio
     if measured is not None and new * size_tolerance < measured:
-        return IMPROVEMENT, ratio
-    return PASS, ratio
+        return Verdict.IMPROVEMENT, ratio
+    return Verdict.PASS, ratio
 
 
 def rules(golden: GoldenRef, tolerance: float, size_tolerance: float,
@@ -201,17 +194,18 @@ def rules(golden: GoldenRef, tolerance: float, size_tolerance: float,
 # A skipped case (a benchmark file this machine lacks the device, chip or files for) did
 # not run by design: nothing to judge, nothing regressed. (An unsupported case that has a
 # golden time once ran, so it stays judged as a failure.)
-NOT_RUN = ("skipped",)
+NOT_RUN = (Status.SKIPPED,)
+_UNJUDGED = {"verdict": Verdict.NO_GOLDEN, "dispatch_verdict": Verdict.NO_GOLDEN,
+             "size_verdict": Verdict.NO_GOLDEN}
 
 
 def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
-    """The `golden` section of a case record (record.Golden's fields) for a case dict."""
+    """The `golden` section of a case record (the schema's golden properties) for a case
+    dict; records.case.section("golden", ...) completes it."""
     if golden is None:
-        return {"verdict": NO_GOLDEN, "dispatch_verdict": NO_GOLDEN, "size_verdict": NO_GOLDEN,
-                "reason": "no golden for this case"}
+        return {**_UNJUDGED, "reason": "no golden for this case"}
     if case.get("status") in NOT_RUN:
-        return {"verdict": NO_GOLDEN, "dispatch_verdict": NO_GOLDEN, "size_verdict": NO_GOLDEN,
-                "source": golden.source,
+        return {**_UNJUDGED, "source": golden.source,
                 "reason": f"case {case['status']}: not judged ({case.get('error')})"}
     tolerance = golden.tolerance or settings.tolerance
     size_tolerance = (golden.size_tolerance if golden.size_tolerance is not None
@@ -228,11 +222,12 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
         comp.get("binary_bytes"), golden.binary_bytes, size_tolerance,
         golden.binary_bytes_measured)
     timing = case.get("timing")
-    if case.get("status") != "ok" or not timing:
+    if case.get("status") != Status.OK or not timing:
         # A case that ran before (it has a golden) and now fails is the worst regression;
         # a gate that passed it would hide a crash behind a missing number.
         has = golden.median_ms is not None
-        out.update(verdict=REGRESSION if has else NO_GOLDEN, ratio=None, p_value=None,
+        out.update(verdict=Verdict.REGRESSION if has else Verdict.NO_GOLDEN, ratio=None,
+                   p_value=None,
                    reason=f"case {case.get('status')} at {case.get('stage')}: "
                           f"{'the golden has a time' if has else 'no golden time'}")
         return out
@@ -246,4 +241,4 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
 def regressed_aspects(golden: dict) -> list[str]:
     """Which of time, dispatch and size regressed in a case's `golden` section."""
     names = (("verdict", "time"), ("dispatch_verdict", "dispatch"), ("size_verdict", "size"))
-    return [label for key, label in names if golden.get(key) == REGRESSION]
+    return [label for key, label in names if golden.get(key) == Verdict.REGRESSION]

@@ -8,6 +8,7 @@ from [A-Za-z0-9_.-] only, so they are safe as file names and Snakemake wildcards
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -173,123 +174,206 @@ def _static_unsupported(recipe: str, kind: str, w: Workload) -> str | None:
     return static_reason(parse(recipe), backend_kind=kind, mode=w.mode)
 
 
+@dataclass
+class _Expansion:
+    """One expansion under way: the suite so far, the problems found, and the entry
+    that first defined each workload (named when another defines it differently)."""
+    suite: Suite
+    models: dict
+    known_backends: list[str]
+    memory: int | None
+    problems: list[str] = field(default_factory=list)
+    origin: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict:
+        return self.suite.config
+
+    @property
+    def source(self) -> str:
+        return self.suite.source
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """What a workload entry crosses its shapes with, its own lists or the suite's."""
+    configs: list[str]
+    skus: list[str]
+    backends: list[str]
+    recipes: list[str]
+
+    def per_shape(self, entry: dict) -> int:
+        return (len(self.configs) * len(entry["dtypes"]) * len(entry["modes"])
+                * len(self.skus) * len(self.backends) * len(self.recipes))
+
+
 def expand(config: dict, source: str) -> Suite:
     """Expands a validated suite; raises ConfigError naming every semantic problem."""
     models = all_models()
     suite = Suite(config=config, source=source)
-    problems: list[str] = []
-    origin: dict[str, str] = {}
     # Translated first: it may define inductor backends for torchao's compile modes.
     workloads = config["workloads"] + translate_model_params(config)
-    memory = shape_generators.physical_memory_bytes()
-    known_backends = [IREE, *config["torch_backends"]]
-    for bad in sorted(set(config["backends"]) - set(known_backends)):
-        problems.append(f"{source}: backends: unknown backend {bad!r}; expected one of "
-                        f"{known_backends} (define torch backends under torch_backends)")
-    # A suite of benchmark files only (sharktank's JSON files) needs no workload.
-    if not workloads and not config["benchmark_files"]["models"]:
-        problems.append(f"{source}: workloads: expected at least one workload "
-                        "(or torchao model_params, or benchmark_files.models)")
-    for i, entry in enumerate(workloads):
-        where = f"{source}: {entry.get('_origin', f'workloads[{i}]')}"
-        # Model names, configs, layers and shape ranks are checked by the schema
-        # (config.suite_schema); what is left needs the whole suite.
-        spec = models.get(entry["model"])
-        if spec is None:  # only translated torchao entries can get here
-            problems.append(f"{where}.model_type: unknown model {entry['model']!r}; expected "
-                            f"one of {sorted(models)}")
-            continue
-        for bad in sorted(set(entry["skus"]) - set(config["skus"])):
-            problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
-                            f"{sorted(config['skus'])}")
-        for bad in sorted(set(entry["backends"]) - set(known_backends)):
-            problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
-                            f"{known_backends}")
-        rank = len(spec.default_shape)
-        if entry["matrix_shapes"] and rank != 3:
-            problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "
-                            "not [M, K, N] shapes")
-        for j, gen in enumerate(entry["matrix_shapes"]):
-            problems += [f"{where}.matrix_shapes[{j}].{p}"
-                         for p in shape_generators.spec_problems(gen)]
-        if problems:
-            continue
-        configs = entry["configs"] or [spec.default_config]
-        skus = entry["skus"] or list(config["skus"])
-        backends = entry["backends"] or config["backends"]
-        recipes = entry["recipes"] or config["recipes"]
-        per_shape = (len(configs) * len(entry["dtypes"]) * len(entry["modes"]) * len(skus)
-                     * len(backends) * len(recipes))
-        # Counted before any case is built: shapes are made only up to the suite's limit.
-        room = max(config["max_cases"] - len(suite.cases), 0) // max(per_shape, 1)
-        explicit = _unique_shapes(entry["shapes"], entry["matrix_shapes"], room)
-        if explicit is None:
-            listed = len(entry["shapes"]) + sum(map(shape_generators.count,
-                                                    entry["matrix_shapes"]))
-            before = f" after the {len(suite.cases):,} cases before it" if suite.cases else ""
-            problems.append(
-                f"{where}: expands to more than max_cases ({config['max_cases']:,}) "
-                f"cases{before}: up to {listed:,} shapes x {per_shape:,} (configs x dtypes "
-                f"x modes x SKUs x backends x recipes) = {listed * per_shape:,}; expected at "
-                "most max_cases: raise max_cases to run it, or narrow its matrix_shapes, "
-                "SKUs, backends or recipes")
-            break
-        shapes = explicit or [spec.default_shape]
-        # A GEMM whose tensors alone exceed this machine's memory is recorded, not run
-        # (suites may be planned here and measured on a bigger node: not refused).
-        gemm = spec.shape_doc.startswith("[M, K, N]") and entry["device"] == "cpu"
-        for cfg in configs:
-            for dtype in entry["dtypes"]:
-                for shape in shapes:
-                    for mode in entry["modes"]:
-                        layers = own_layers(spec, cfg, entry["layers"])
-                        wid = workload_id(spec.name, cfg, dtype, shape, layers,
-                                          explicit_shape=bool(explicit), mode=mode,
-                                          device=entry["device"])
-                        w = Workload(
-                            wid, spec.name, cfg, dtype, shape, layers, mode=mode,
-                            model_modules=(spec.source,) if spec.source else (),
-                            device=entry["device"], group=entry["group"],
-                            profiler=entry["profiler"], memory_profiler=entry["memory_profiler"],
-                            memory_visualizer=entry["memory_visualizer"])
-                        here = entry.get("_origin", f"workloads[{i}]")
-                        if "_origin" in entry and suite.workloads.get(wid, w) != w and w.group:
-                            # torchao measures each model_params entry apart (its name
-                            # tells them apart): so do we, naming the workload after it.
-                            wid = f"{wid}-{re.sub(r'[^A-Za-z0-9_.-]', '_', w.group)}"
-                            w = replace(w, id=wid)
-                        # Two entries may share a workload (e.g. one for IREE, one for
-                        # torch backends) if they define it alike and no case twice.
-                        if suite.workloads.get(wid, w) != w:
-                            problems.append(f"{where}: workload {wid} is defined differently "
-                                            f"by {origin[wid]}; expected the same settings")
-                            continue
-                        origin.setdefault(wid, here)
-                        suite.workloads[wid] = w
-                        too_big = shape_generators.memory_reason(
-                            shape, dtype, memory) if gemm and len(shape) == 3 else None
-                        for sku in skus:
-                            for backend in backends:
-                                kind, compile_mode = _backend_kind(config, backend)
-                                for recipe in recipes:
-                                    case = Case(w, sku, backend, recipe, kind, compile_mode,
-                                                _static_unsupported(recipe, kind, w)
-                                                or too_big)
-                                    if (sku, backend, wid, recipe) in suite._index:
-                                        if ("_origin" in entry and suite._index[
-                                                (sku, backend, wid, recipe)] == case):
-                                            continue  # torchao entries alike: measured once
-                                        problems.append(f"{where}: case {case.id} is already "
-                                                        f"defined by {origin[wid]}; expected "
-                                                        "each case once")
-                                        continue
-                                    suite.add(case)
-    problems += _pair_skus(suite, source)
-    if problems:
-        raise ConfigError(problems)
+    ex = _Expansion(suite, models, [IREE, *config["torch_backends"]],
+                    shape_generators.physical_memory_bytes())
+    ex.problems += _suite_problems(ex, workloads)
+    _expand_workloads(ex, workloads)
+    ex.problems += _pair_skus(suite, source)
+    if ex.problems:
+        raise ConfigError(ex.problems)
     _batch_torch_cases(suite)
     _batch_iree_cases(suite)
     return suite
+
+
+def _suite_problems(ex: _Expansion, workloads: list[dict]) -> list[str]:
+    """The problems of the suite as a whole: unknown backends, nothing to measure."""
+    problems = []
+    for bad in sorted(set(ex.config["backends"]) - set(ex.known_backends)):
+        problems.append(f"{ex.source}: backends: unknown backend {bad!r}; expected one of "
+                        f"{ex.known_backends} (define torch backends under torch_backends)")
+    # A suite of benchmark files only (sharktank's JSON files) needs no workload.
+    if not workloads and not ex.config["benchmark_files"]["models"]:
+        problems.append(f"{ex.source}: workloads: expected at least one workload "
+                        "(or torchao model_params, or benchmark_files.models)")
+    return problems
+
+
+def _expand_workloads(ex: _Expansion, workloads: list[dict]) -> None:
+    """Each workload entry in order into workloads and cases; once a problem is found,
+    the entries after it are only checked, and past max_cases nothing more is built."""
+    for i, entry in enumerate(workloads):
+        here = entry.get("_origin", f"workloads[{i}]")
+        where = f"{ex.source}: {here}"
+        # Model names, configs, layers and shape ranks are checked by the schema
+        # (config.suite_schema); what is left needs the whole suite.
+        spec = ex.models.get(entry["model"])
+        if spec is None:  # only translated torchao entries can get here
+            ex.problems.append(f"{where}.model_type: unknown model {entry['model']!r}; "
+                               f"expected one of {sorted(ex.models)}")
+            continue
+        ex.problems += _entry_problems(ex, entry, spec, where)
+        if ex.problems:
+            continue
+        if not _expand_entry(ex, entry, spec, here):
+            break
+
+
+def _entry_problems(ex: _Expansion, entry: dict, spec, where: str) -> list[str]:
+    """A workload entry's SKUs, backends and shape generators that the suite lacks or
+    its model cannot take."""
+    problems = []
+    for bad in sorted(set(entry["skus"]) - set(ex.config["skus"])):
+        problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
+                        f"{sorted(ex.config['skus'])}")
+    for bad in sorted(set(entry["backends"]) - set(ex.known_backends)):
+        problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
+                        f"{ex.known_backends}")
+    rank = len(spec.default_shape)
+    if entry["matrix_shapes"] and rank != 3:
+        problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "
+                        "not [M, K, N] shapes")
+    for j, gen in enumerate(entry["matrix_shapes"]):
+        problems += [f"{where}.matrix_shapes[{j}].{p}"
+                     for p in shape_generators.spec_problems(gen)]
+    return problems
+
+
+def _entry_axes(config: dict, entry: dict, spec) -> _Axes:
+    return _Axes(configs=entry["configs"] or [spec.default_config],
+                 skus=entry["skus"] or list(config["skus"]),
+                 backends=entry["backends"] or config["backends"],
+                 recipes=entry["recipes"] or config["recipes"])
+
+
+def _expand_entry(ex: _Expansion, entry: dict, spec, here: str) -> bool:
+    """One workload entry's workloads and cases into the suite; False (and the problem
+    recorded) when its shapes would take the suite past max_cases."""
+    axes = _entry_axes(ex.config, entry, spec)
+    explicit = _entry_shapes(ex, entry, axes.per_shape(entry), f"{ex.source}: {here}")
+    if explicit is None:
+        return False
+    # A GEMM whose tensors alone exceed this machine's memory is recorded, not run
+    # (suites may be planned here and measured on a bigger node: not refused).
+    gemm = spec.shape_doc.startswith("[M, K, N]") and entry["device"] == "cpu"
+    for cfg, dtype, shape, mode in itertools.product(
+            axes.configs, entry["dtypes"], explicit or [spec.default_shape], entry["modes"]):
+        w = _workload(ex, entry, spec, cfg, dtype, shape, mode, bool(explicit))
+        if not _register_workload(ex, w, here):
+            continue
+        too_big = shape_generators.memory_reason(
+            shape, dtype, ex.memory) if gemm and len(shape) == 3 else None
+        _add_cases(ex, entry, w, axes, here, too_big)
+    return True
+
+
+def _entry_shapes(ex: _Expansion, entry: dict, per_shape: int, where: str) -> list | None:
+    """The entry's explicit and generated shapes, made only up to what max_cases leaves
+    room for; None (and the problem recorded) when there are more."""
+    config, cases = ex.config, ex.suite.cases
+    # Counted before any case is built: shapes are made only up to the suite's limit.
+    room = max(config["max_cases"] - len(cases), 0) // max(per_shape, 1)
+    explicit = shape_generators.unique_shapes(entry["shapes"], entry["matrix_shapes"], room)
+    if explicit is None:
+        listed = len(entry["shapes"]) + sum(map(shape_generators.count,
+                                                entry["matrix_shapes"]))
+        before = f" after the {len(cases):,} cases before it" if cases else ""
+        ex.problems.append(
+            f"{where}: expands to more than max_cases ({config['max_cases']:,}) "
+            f"cases{before}: up to {listed:,} shapes x {per_shape:,} (configs x dtypes "
+            f"x modes x SKUs x backends x recipes) = {listed * per_shape:,}; expected at "
+            "most max_cases: raise max_cases to run it, or narrow its matrix_shapes, "
+            "SKUs, backends or recipes")
+    return explicit
+
+
+def _workload(ex: _Expansion, entry: dict, spec, cfg: str, dtype: str, shape,
+              mode: str, explicit_shape: bool) -> Workload:
+    """The workload of one config, dtype, shape and mode of an entry."""
+    layers = own_layers(spec, cfg, entry["layers"])
+    wid = workload_id(spec.name, cfg, dtype, shape, layers, explicit_shape=explicit_shape,
+                      mode=mode, device=entry["device"])
+    w = Workload(
+        wid, spec.name, cfg, dtype, shape, layers, mode=mode,
+        model_modules=(spec.source,) if spec.source else (),
+        device=entry["device"], group=entry["group"],
+        profiler=entry["profiler"], memory_profiler=entry["memory_profiler"],
+        memory_visualizer=entry["memory_visualizer"])
+    if "_origin" in entry and ex.suite.workloads.get(wid, w) != w and w.group:
+        # torchao measures each model_params entry apart (its name tells them apart):
+        # so do we, naming the workload after it.
+        w = replace(w, id=f"{wid}-{re.sub(r'[^A-Za-z0-9_.-]', '_', w.group)}")
+    return w
+
+
+def _register_workload(ex: _Expansion, w: Workload, here: str) -> bool:
+    """Adds the workload to the suite; False (and the problem recorded) when another
+    entry defines one of that id differently."""
+    # Two entries may share a workload (e.g. one for IREE, one for torch backends) if
+    # they define it alike and no case twice.
+    if ex.suite.workloads.get(w.id, w) != w:
+        ex.problems.append(f"{ex.source}: {here}: workload {w.id} is defined differently "
+                           f"by {ex.origin[w.id]}; expected the same settings")
+        return False
+    ex.origin.setdefault(w.id, here)
+    ex.suite.workloads[w.id] = w
+    return True
+
+
+def _add_cases(ex: _Expansion, entry: dict, w: Workload, axes: _Axes, here: str,
+               too_big: str | None) -> None:
+    """The workload's cases on each SKU, backend and recipe of the entry, each once."""
+    suite = ex.suite
+    for sku, backend in itertools.product(axes.skus, axes.backends):
+        kind, compile_mode = _backend_kind(ex.config, backend)
+        for recipe in axes.recipes:
+            case = Case(w, sku, backend, recipe, kind, compile_mode,
+                        _static_unsupported(recipe, kind, w) or too_big)
+            known = suite._index.get((sku, backend, w.id, recipe))
+            if known is None:
+                suite.add(case)
+            elif not ("_origin" in entry and known == case):  # torchao entries alike: once
+                ex.problems.append(f"{ex.source}: {here}: case {case.id} is already defined "
+                                   f"by {ex.origin[w.id]}; expected each case once")
 
 
 def _pair_skus(suite: Suite, source: str) -> list[str]:
@@ -348,26 +432,6 @@ def sequential_plan(m: dict):
 
     return Plan(min_rounds=m["invocations"], max_rounds=m["max_invocations"], alpha=0.05,
                 target_rel_width=m["target_rel_width"])
-
-
-def _unique_shapes(shapes: list, generators: list[dict], limit: int) -> list | None:
-    """The explicit shapes then the generators' shapes, duplicates dropped, as tuples;
-    None as soon as there are more than `limit` (no more are built than that)."""
-    seen: dict[tuple, None] = {}
-    specs = {json.dumps(g, sort_keys=True): g for g in generators}  # alike ones once
-    for shape in shapes:
-        seen[tuple(shape)] = None
-        if len(seen) > limit:
-            return None
-    for gen in specs.values():
-        if len(seen) + shape_generators.count(gen) <= limit:
-            seen.update((tuple(s), None) for _, s in shape_generators.generate(gen))
-            continue
-        for _, shape in shape_generators.generate(gen):
-            seen[tuple(shape)] = None
-            if len(seen) > limit:
-                return None
-    return list(seen)
 
 
 def _batch_torch_cases(suite: Suite) -> None:

@@ -6,6 +6,7 @@ the microbenchmarks in the next commit)."""
 
 from __future__ import annotations
 
+import json
 from itertools import product
 
 # Llama-2-70B single-node weight shapes, fused attn.wqkv and ffn.w13, at
@@ -151,6 +152,26 @@ def generate_all(specs: list[dict]) -> list[list[int]]:
                 seen.add(tuple(shape))
                 out.append(shape)
     return out
+
+
+def unique_shapes(shapes: list, generators: list[dict], limit: int) -> list | None:
+    """The explicit shapes then the generators' shapes, duplicates dropped, as tuples;
+    None as soon as there are more than `limit` (no more are built than that)."""
+    seen: dict[tuple, None] = {}
+    specs = {json.dumps(g, sort_keys=True): g for g in generators}  # alike ones once
+    for shape in shapes:
+        seen[tuple(shape)] = None
+        if len(seen) > limit:
+            return None
+    for gen in specs.values():
+        if len(seen) + count(gen) <= limit:
+            seen.update((tuple(s), None) for _, s in generate(gen))
+            continue
+        for _, shape in generate(gen):
+            seen[tuple(shape)] = None
+            if len(seen) > limit:
+                return None
+    return list(seen)
 
 
 # Bytes per element of the workload dtypes.

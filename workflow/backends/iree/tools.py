@@ -13,17 +13,16 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from workflow.backends.proc import exit_reason, tool_path
+from workflow.backends.proc import Timeout, capture, exit_reason, tool_path
 from workflow.errors import StageError
+from workflow.records.provenance import package_version
 from workflow.records.storage import write_json
 
 # numpy dtype name (or torch's, for bf16) -> IREE element type of --input.
@@ -34,13 +33,13 @@ IREE_ELEMENT_TYPES = {
 TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def compiler_version() -> str:
-    """The installed iree-base-compiler version (a params: of the compile rule)."""
-    return metadata.version("iree-base-compiler")
+def compiler_version() -> str | None:
+    """The installed iree-base-compiler version (None: not installed)."""
+    return package_version("iree-base-compiler")
 
 
-def runtime_version() -> str:
-    return metadata.version("iree-base-runtime")
+def runtime_version() -> str | None:
+    return package_version("iree-base-runtime")
 
 
 @dataclass(frozen=True)
@@ -153,10 +152,7 @@ def check_target_chip(backend: str, chip: str, *, cache: Path | None = None,
     reason, and nothing is cached."""
     if TARGETS[backend].chip_flag is None:
         raise ValueError(f"target backend {backend!r} takes no chip")
-    try:
-        version = compiler_version()
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = compiler_version() or "unknown"
     try:
         tool = tool_path("iree-compile")
     except StageError as exc:
@@ -178,8 +174,8 @@ def check_target_chip(backend: str, chip: str, *, cache: Path | None = None,
         argv = [tool, str(mlir), "--iree-input-type=auto", *flags, "-o",
                 str(Path(tmp) / "probe.vmfb")]
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
+            proc = capture(argv, timeout=timeout)
+        except Timeout:
             return ChipCheck(False, f"iree-compile did not answer within {timeout:g} s", version)
         except OSError as exc:
             return ChipCheck(False, f"could not run iree-compile: {exc}", version)
@@ -226,9 +222,8 @@ def device_absent_reason(device: str, *, timeout: float = DEVICE_PROBE_TIMEOUT_S
         return None
     where = f"no {device} device here"
     try:
-        proc = subprocess.run([sys.executable, "-c", _DEVICE_PROBE, device],
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        proc = capture([sys.executable, "-c", _DEVICE_PROBE, device], timeout=timeout)
+    except Timeout:
         return f"{where}: probing iree.runtime's {device} driver took over {timeout:g} s"
     except OSError as exc:
         return f"{where}: could not start the probe of iree.runtime's {device} driver: {exc}"

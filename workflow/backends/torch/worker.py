@@ -34,6 +34,7 @@ from workflow.backends.torch.recipes import (
 )
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.models.registry import get_model, load_model_files, tolerance_for
+from workflow.stats.enums import Status
 
 
 class Unsupported(Exception):
@@ -198,7 +199,7 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     """
     import torch
 
-    from workflow.stats.accuracy import compare, sqnr_db
+    from workflow.stats.accuracy import compare
 
     w = case["workload"]
     load_model_files(w.get("model_modules", []))
@@ -206,21 +207,62 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     recipe = parse(case["recipe"])
     why = why or device_reason(recipe, device=device, dtype=w["dtype"])
     if why:
-        return {"status": "unsupported", "reason": why}
+        return {"status": Status.UNSUPPORTED, "reason": why}
     torch.set_num_threads(plan["threads"])
-    model = get_model(w["model"])
-    ref = model.build(w["config"], "f32", w["layers"], w["shape"])
-    with torch.no_grad():
-        reference = _numpy_outputs(ref.module(*ref.inputs))
-    del ref
+    reference = _reference_outputs(w)
     # The case's peak memory starts here (see the docstring).
-    if device.kind == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    reset_peak_rss()
+    _reset_peak_memory(device)
     try:
         prepared = Prepared(case, backend, device)
     except Unsupported as exc:
-        return {"status": "unsupported", "reason": str(exc)}
+        return {"status": Status.UNSUPPORTED, "reason": str(exc)}
+    actual, first_s, memory = _first_call(prepared, device)
+    tol = tolerance_for(w, plan["tolerances"])
+    accuracy = {**compare(actual, reference, **tol), "reference": "torch-eager-fp32"}
+    if recipe.quantized:
+        accuracy.update(_sqnr_against_baseline(prepared, w, actual))
+    profile = write_profiles(prepared, case, plan, w)
+    # Last: torch._dynamo.explain resets Dynamo, so the compiled module is not called
+    # again after it (the profiles above run it warm).
+    graph = graph_stats_compiled(prepared)
+    return {
+        "status": Status.OK, "graph": graph, "accuracy": accuracy, "memory": memory,
+        "first_run_ms": first_s * 1e3, "flops": prepared.flops,
+        "compile_seconds": first_s if backend["kind"] == "inductor" else None,
+        "profile": profile, "device_capability": device.cuda_capability,
+        **_gpu_details(device),
+    }
+
+
+def _reference_outputs(w: dict) -> list:
+    """The fp32 eager module's outputs that the case's accuracy is measured against."""
+    import torch
+
+    ref = get_model(w["model"]).build(w["config"], "f32", w["layers"], w["shape"])
+    with torch.no_grad():
+        return _numpy_outputs(ref.module(*ref.inputs))
+
+
+def _reset_peak_memory(device: Device) -> None:
+    import torch
+
+    if device.kind == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    reset_peak_rss()
+
+
+def _peak_memory(device: Device) -> dict:
+    """The peak since _reset_peak_memory: the caching allocator's on CUDA, else RSS."""
+    import torch
+
+    if device.kind == "cuda":
+        return {"peak_bytes": int(torch.cuda.max_memory_allocated()), "kind": "allocator"}
+    return {"peak_bytes": peak_rss_bytes(), "kind": "rss"}
+
+
+def _first_call(prepared: Prepared, device: Device) -> tuple[list, float, dict]:
+    """The case's first call, timed apart: the outputs to check (for training those of
+    an eval-mode forward pass before it), its seconds, and the case's peak memory."""
     if prepared.mode == "training":
         # Accuracy of the forward pass before any optimizer step changes the weights.
         prepared.module.eval()
@@ -231,39 +273,36 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     sync(device)
     first_s = time.perf_counter() - t0
     # ... and ends here, before the graph statistics and the SQNR baseline.
-    if device.kind == "cuda":
-        memory = {"peak_bytes": int(torch.cuda.max_memory_allocated()), "kind": "allocator"}
-    else:
-        memory = {"peak_bytes": peak_rss_bytes(), "kind": "rss"}
+    memory = _peak_memory(device)
     if prepared.mode != "training":
         actual = _numpy_outputs(out)
-    tol = tolerance_for(w, plan["tolerances"])
-    accuracy = {**compare(actual, reference, **tol), "reference": "torch-eager-fp32"}
-    if recipe.quantized:
-        # SQNR against the same module unquantized, in the same dtype and backend
-        # family: the error the recipe adds, apart from the dtype's own.
-        base = get_model(w["model"]).build(w["config"], w["dtype"], w["layers"], w["shape"])
-        with torch.no_grad():
-            baseline = _numpy_outputs(base.module.to(prepared.inputs[0].device)(*prepared.inputs))
-        del base
-        worst = min(sqnr_db(a, b) for a, b in zip(actual, baseline, strict=True))
-        accuracy["sqnr_db"] = None if math.isinf(worst) else worst
-        accuracy["sqnr_reference"] = "baseline recipe"
-    profile = write_profiles(prepared, case, plan, w)
-    # Last: torch._dynamo.explain resets Dynamo, so the compiled module is not called
-    # again after it (the profiles above run it warm).
-    graph = graph_stats_compiled(prepared)
-    gpu = {}
-    if device.kind == "cuda":
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        gpu = {"gpu_name": props.name, "gpu_count": torch.cuda.device_count(),
-               "gpu_memory_bytes": int(props.total_memory)}
-    return {
-        "status": "ok", "graph": graph, "accuracy": accuracy, "memory": memory,
-        "first_run_ms": first_s * 1e3, "flops": prepared.flops,
-        "compile_seconds": first_s if backend["kind"] == "inductor" else None,
-        "profile": profile, "device_capability": device.cuda_capability, **gpu,
-    }
+    return actual, first_s, memory
+
+
+def _sqnr_against_baseline(prepared: Prepared, w: dict, actual: list) -> dict:
+    """SQNR against the same module unquantized, in the same dtype and backend family:
+    the error the recipe adds, apart from the dtype's own."""
+    import torch
+
+    from workflow.stats.accuracy import sqnr_db
+
+    base = get_model(w["model"]).build(w["config"], w["dtype"], w["layers"], w["shape"])
+    with torch.no_grad():
+        baseline = _numpy_outputs(base.module.to(prepared.inputs[0].device)(*prepared.inputs))
+    del base
+    worst = min(sqnr_db(a, b) for a, b in zip(actual, baseline, strict=True))
+    return {"sqnr_db": None if math.isinf(worst) else worst, "sqnr_reference": "baseline recipe"}
+
+
+def _gpu_details(device: Device) -> dict:
+    """The GPU a CUDA case ran on; nothing on the CPU."""
+    import torch
+
+    if device.kind != "cuda":
+        return {}
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"gpu_name": props.name, "gpu_count": torch.cuda.device_count(),
+            "gpu_memory_bytes": int(props.total_memory)}
 
 
 def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict | None:
@@ -370,7 +409,7 @@ def main(argv: list[str]) -> None:
             if raised_in_own_code(exc):
                 # Our bug, not the case's: the parent fails the job (errors.OwnBug).
                 sys.exit(OWN_BUG_EXIT)
-            result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+            result = {"status": Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
         emit("result", case["id"], result=result)
 
 

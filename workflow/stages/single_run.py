@@ -1,0 +1,295 @@
+"""`benchflow run`'s work: one case through the same Snakemake workflow as a suite
+(cli/run.py parses the options, calls `run_one` and prints what it returns; its
+docstring, the command's help, says what a user sees).
+
+`plan_run` turns the options into a one-case suite (the SKU, accuracy and timeouts of
+the default suite or --configfile) and its work directory, results/cli/<case id>;
+`run_locked` writes the suite there and runs snakemake (through backends/proc.py) with
+results/report.json as target, then reads the case's record back from that report,
+which holds it whatever its backend. Runs of one case share their work directory, so
+the second finds the first's results up to date: `workdir_lock` makes them wait for
+each other, and `run_snakemake` waits the same way for a snakemake of someone else's
+holding the directory. `forge_details` is what a Forge results list records beside
+each entry appended to -o.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from workflow.backends import proc
+from workflow.errors import ConfigError
+
+SOURCE = "benchflow run"
+# How long a run waits for another run of the same case (or a snakemake) by default.
+LOCK_WAIT_S = 3600.0
+RUN_LOCK = ".benchflow-run.lock"
+# What Snakemake prints when another snakemake holds the directory (LockException), and
+# how long to retry then: no benchflow run holds it (they wait on RUN_LOCK), so it is a
+# snakemake started by hand, or a stale lock of a killed one that only --unlock removes.
+SNAKEMAKE_LOCKED = "Directory cannot be locked"
+SNAKEMAKE_LOCK_WAIT_S = 120.0
+
+
+class RunFailed(Exception):
+    """Why a run gave no record (printed after `benchflow run: `)."""
+
+
+def flat_id(case_id: str) -> str:
+    """A case id as one path component; '+' never occurs in ids, so this is one-to-one."""
+    return case_id.replace("/", "+")
+
+
+@dataclass
+class RunPlan:
+    suite: dict       # the one-case suite, as written to suite.yaml
+    case: object      # workflow.suite.Case
+    workdir: Path
+
+
+@dataclass
+class RunOutcome:
+    record: dict | None = None    # the case's record, once snakemake made it
+    appended: int | None = None   # the records in -o OUT.json after appending it
+    error: str | None = None      # why there is no record, or why it was not appended
+
+
+def _training_available() -> bool:
+    from workflow.suite.schema import load_schema
+
+    return "modes" in load_schema()["$defs"]["workload"]["properties"]
+
+
+def _model_spec(name: str):
+    from workflow.models.registry import all_models
+
+    models = all_models()
+    spec = models.get(name)
+    if spec is None:
+        raise ConfigError([f"{SOURCE}: -m {name}: unknown model; expected one of "
+                           f"{sorted(models)} (`benchflow list` describes them)"])
+    return spec
+
+
+def _option_problems(opts, spec, base, sku_name: str, backend: str) -> list[str]:
+    """What is wrong with the options for this model and base suite, all of it."""
+    problems = []
+    if opts.config is not None and opts.config not in spec.configs:
+        problems.append(f"{SOURCE}: -c {opts.config}: {spec.name} has configs "
+                        f"{list(spec.configs)}")
+    if opts.layers is not None and not spec.supports_layers:
+        problems.append(f"{SOURCE}: --layers: {spec.name} has no layer count to set")
+    if opts.training and not _training_available():
+        problems.append(f"{SOURCE}: -t: training mode is not available yet in this version "
+                        "of the suite schema (no workload `modes`)")
+    skus = base.config["skus"]
+    if sku_name not in skus:
+        problems.append(f"{SOURCE}: --sku {sku_name}: not a SKU of {base.source}; expected "
+                        f"one of {sorted(skus)}")
+    if opts.loop_count and backend != "iree":
+        problems.append(f"{SOURCE}: --loop_count: sets the repetitions of iree-benchmark-module; "
+                        f"{backend} times adaptive blocks of calls (torch.utils.benchmark), so "
+                        "it would change nothing measured: leave it out, or use -b iree")
+    return problems
+
+
+def _run_sku(sku: dict, sku_name: str, loop_count: int | None) -> tuple[str, dict]:
+    """The SKU the case runs on, and its name: the suite's own, or with --loop_count a
+    SKU of its own."""
+    sku = copy.deepcopy(sku)
+    if loop_count and loop_count != sku["measurement"]["repetitions"]:
+        # Forge's --loop_count: how many times the model runs; here the repetitions of
+        # each measured invocation. That is another measurement than the SKU's own, so it
+        # is a SKU of its own (`host-loop3`): its case id, work directory and records
+        # differ, and neither run overwrites or invalidates the other's results. A loop
+        # count equal to the SKU's repetitions changes nothing and is the plain case.
+        sku["measurement"]["repetitions"] = loop_count
+        sku_name = f"{sku_name}-loop{loop_count}"
+    return sku_name, sku
+
+
+def _workload(opts, spec) -> dict:
+    """The one workload entry of the options."""
+    from workflow.suite.load import own_layers
+
+    workload: dict = {"model": spec.name, "dtypes": [opts.dtype]}
+    if opts.config:
+        workload["configs"] = [opts.config]
+    if opts.shape:
+        workload["shapes"] = [opts.shape]
+    if opts.layers and own_layers(spec, opts.config or spec.default_config, opts.layers):
+        # The config's own depth is the plain case: the same suite, so nothing reruns.
+        workload["layers"] = opts.layers
+    if opts.training:
+        workload["modes"] = ["training"]
+    return workload
+
+
+def plan_run(opts) -> RunPlan:
+    """The one-case suite for `opts` (the parsed `benchflow run` options); raises
+    ConfigError naming every problem."""
+    from workflow.suite.load import expand, load
+    from workflow.suite.schema import validate_suite
+
+    spec = _model_spec(opts.model)
+    base = load(opts.configfile)
+    sku_name = opts.sku or next(iter(base.config["skus"]))
+    backend = opts.backend or ("torch-eager" if opts.training else "iree")
+    problems = _option_problems(opts, spec, base, sku_name, backend)
+    if problems:
+        raise ConfigError(problems)
+    sku_name, sku = _run_sku(base.config["skus"][sku_name], sku_name, opts.loop_count)
+    # Every other suite-level setting (accuracy, timeouts, torch backends, ...) is the
+    # base suite's; its workloads and torchao entries are replaced by this one case.
+    suite = {k: v for k, v in copy.deepcopy(base.config).items() if k != "model_params"}
+    suite.update(suite_name="benchflow-run", skus={sku_name: sku}, backends=[backend],
+                 recipes=[opts.recipe], workloads=[_workload(opts, spec)])
+    expanded = expand(validate_suite(suite, SOURCE), SOURCE)
+    if len(expanded.cases) != 1:
+        raise ConfigError([f"{SOURCE}: the options give {len(expanded.cases)} cases, "
+                           "expected exactly one"])
+    case = expanded.cases[0]
+    workdir = Path(opts.workdir) if opts.workdir else Path("results/cli") / flat_id(case.id)
+    return RunPlan(suite=suite, case=case, workdir=workdir)
+
+
+def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
+    from workflow.paths import REPORT
+    from workflow.suite.schema import REPO_ROOT
+
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
+            "--directory", str(plan.workdir), "--configfile", str(suite_file),
+            "--cores", str(cores), "--rerun-incomplete", REPORT]
+
+
+def forge_details(output: str) -> dict:
+    """What Forge's benchmark.py adds to each result it appends: the code's short git hash
+    (`-dirty` when the tree is) and its commit date (yy-mm-dd); None where git cannot tell."""
+    from workflow.backends.git import commit_date, git_sha
+    from workflow.suite.schema import REPO_ROOT
+
+    sha = git_sha(REPO_ROOT)
+    short = None if sha is None else sha[:7] + ("-dirty" if sha.endswith("-dirty") else "")
+    return {"output": output, "git_hash": short, "date": commit_date(REPO_ROOT)}
+
+
+class _Backoff:
+    """Sleeps growing from 0.1 s to 5 s between tries until `deadline` (time.monotonic)."""
+
+    def __init__(self, deadline: float):
+        self.deadline, self.delay = deadline, 0.1
+
+    def wait(self) -> bool:
+        """Sleeps before the next try; False when the deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(self.delay, left))
+        self.delay = min(self.delay * 2, 5.0)
+        return True
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path, wait_s: float, case_id: str):
+    """Holds the work directory's run lock (flock on RUN_LOCK, released when the process
+    ends however it ends), waiting up to `wait_s` for another run of the same case;
+    raises TimeoutError naming the directory when it stays held."""
+    backoff = _Backoff(time.monotonic() + wait_s)
+    with open(workdir / RUN_LOCK, "a") as fh:
+        told = False
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    # A progress note while it waits, not a result: stderr, at once.
+                    print(f"benchflow run: waiting for another run of {case_id} "
+                          f"({workdir} is locked)", file=sys.stderr)
+                    told = True
+                if not backoff.wait():
+                    raise TimeoutError(
+                        f"{workdir}: another run of {case_id} still holds it after "
+                        f"{wait_s:g} s (--lock-wait)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def run_snakemake(argv: list[str], log: Path, verbose: bool, wait_s: float) -> int:
+    """Runs snakemake; while another snakemake (not a benchflow run: those wait on the run
+    lock) holds the work directory, waits and retries with backoff up to `wait_s`."""
+    backoff = _Backoff(time.monotonic() + wait_s)
+    while True:
+        with log.open("w") as fh:
+            code = proc.run_attached(argv, out=None if verbose else fh)
+        locked = (not verbose and code != 0
+                  and SNAKEMAKE_LOCKED in log.read_text(errors="replace"))
+        if not locked:
+            return code
+        if not backoff.wait():
+            with log.open("a") as fh:
+                fh.write(f"benchflow run: still locked by another snakemake after {wait_s:g} s;"
+                         " if none runs there, remove a stale lock with: snakemake --unlock "
+                         f"--directory {argv[argv.index('--directory') + 1]}\n")
+            return code
+
+
+def run_locked(plan: RunPlan, cores: int, verbose: bool, wait_s: float) -> dict:
+    """Writes the one-case suite, runs snakemake and returns the case's record; raises
+    RunFailed saying why there is none. The caller holds the work directory's lock."""
+    from workflow.paths import REPORT
+    from workflow.records.storage import read_json, write_text
+
+    suite_file = plan.workdir / "suite.yaml"
+    write_text(suite_file, yaml.safe_dump(plan.suite, sort_keys=False))
+    log = plan.workdir / "snakemake.log"
+    argv = snakemake_argv(plan, suite_file.resolve(), cores)
+    code = run_snakemake(argv, log, verbose, min(wait_s, SNAKEMAKE_LOCK_WAIT_S))
+    if code != 0:
+        tail = "" if verbose else "\n".join(log.read_text().splitlines()[-15:])
+        raise RunFailed(f"snakemake exited with {code} ({log}):\n{tail}")
+    report = read_json(plan.workdir / REPORT)
+    records = [c for c in report["cases"] if c["id"] == plan.case.id]
+    if len(records) != 1:
+        raise RunFailed(f"{plan.workdir / REPORT} has {len(records)} records of "
+                        f"{plan.case.id}, expected one")
+    return records[0]
+
+
+def run_one(opts) -> RunOutcome:
+    """`benchflow run`'s whole job for `opts` (its parsed options): refuses an unusable
+    -o file first, plans the case (ConfigError), runs it under the work directory's lock
+    and appends its record to -o."""
+    from workflow.records.results_file import ResultsFileError, append_records, read_results
+
+    if opts.output:
+        # Refuse an unusable OUT.json before minutes of benchmarking, not after.
+        try:
+            read_results(opts.output)
+        except ResultsFileError as exc:
+            return RunOutcome(error=str(exc))
+    plan = plan_run(opts)
+    plan.workdir.mkdir(parents=True, exist_ok=True)
+    wait_s = getattr(opts, "lock_wait", LOCK_WAIT_S)
+    try:
+        with workdir_lock(plan.workdir, wait_s, plan.case.id):
+            outcome = RunOutcome(record=run_locked(plan, opts.cores, opts.verbose, wait_s))
+    except (TimeoutError, RunFailed) as exc:
+        return RunOutcome(error=str(exc))
+    if opts.output:
+        try:
+            outcome.appended = append_records(opts.output, [outcome.record],
+                                              forge=forge_details(opts.output))
+        except ResultsFileError as exc:
+            outcome.error = str(exc)
+    return outcome

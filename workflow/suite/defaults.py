@@ -1,0 +1,23 @@
+"""The suite schema's defaults for code that judges without a whole suite (`benchflow
+check`, `compare`, tests): config/schema.yaml is the one place that holds them, and the
+pure statistics below (workflow.stats.verdict.Settings) take every value from a caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from workflow.stats.verdict import Settings
+from workflow.suite.schema import load_schema
+
+
+def goldens_default(name: str):
+    """The suite schema's default of goldens.<name>."""
+    return load_schema()["properties"]["goldens"]["properties"][name]["default"]
+
+
+def gate_settings(goldens: dict | None = None) -> Settings:
+    """The gate's thresholds: a suite's `goldens` settings (validated suites have them
+    all), each one left out at the suite schema's default."""
+    g = goldens or {}
+    return Settings(**{f.name: g.get(f.name, goldens_default(f.name)) for f in fields(Settings)})
