@@ -14,13 +14,12 @@ import pytest
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from tests.test_goldens import BASE, PASSED, REGRESSED, make_case, make_report
-from workflow.cli import ab as ab_cli
 from workflow.cli.main import main
 from workflow.cli.options import EXIT_CODES
 from workflow.errors import ConfigError
 from workflow.records.storage import write_json
 from workflow.regression import gate
-from workflow.stages import remeasure
+from workflow.stages import gates, remeasure
 from workflow.stages.ab import aggregate
 
 INCONCLUSIVE = {"verdict": "inconclusive", "ratio": 1.2, "p_value": 0.2, "tolerance": 1.1,
@@ -318,7 +317,7 @@ def test_ab_exit_codes_per_row_verdict(tmp_path, monkeypatch, capsys, verdicts, 
 
     suite = write_suite(tmp_path / "suite.yaml", ab_suite())
     write_json(tmp_path / "results/ab.json", {"pairs": [row(v) for v in verdicts]})
-    monkeypatch.setattr(ab_cli, "run_attached", lambda cmd: 0)
+    monkeypatch.setattr(gates, "run_attached", lambda cmd: 0)
     assert main(["ab", "--configfile", str(suite), "--directory", str(tmp_path), *args]) == code
     assert line in capsys.readouterr().out
 
@@ -327,6 +326,6 @@ def test_ab_could_not_judge_when_snakemake_fails(tmp_path, monkeypatch, capsys):
     from tests.test_ab import ab_suite
 
     suite = write_suite(tmp_path / "suite.yaml", ab_suite())
-    monkeypatch.setattr(ab_cli, "run_attached", lambda cmd: 1)
+    monkeypatch.setattr(gates, "run_attached", lambda cmd: 1)
     assert main(["ab", "--configfile", str(suite), "--directory", str(tmp_path)]) == 3
     assert "COULD NOT JUDGE: snakemake exited 1" in capsys.readouterr().out

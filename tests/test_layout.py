@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "workflow"
@@ -109,3 +110,18 @@ def test_only_backends_proc_starts_processes():
             if any(n and n.split(".")[0] == "subprocess" for n in names):
                 wrong.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
     assert not wrong, "subprocess outside backends/proc.py:\n" + "\n".join(wrong)
+
+
+def test_rules_and_scripts_import_only_stages_and_paths():
+    """A rule says what is built from what; how lives in stages (DESIGN.md, Rooms): the
+    Snakefile, rules and scripts reach the package only through workflow.stages and
+    workflow.paths."""
+    repo = PKG.parent
+    wrong = []
+    for path in [repo / "Snakefile", *sorted((repo / "rules").glob("*.smk")),
+                 *sorted((repo / "scripts").glob("*.py"))]:
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            found = re.match(r"\s*(?:from|import)\s+(workflow(?:\.\w+)?)", line)
+            if found and found.group(1) not in ("workflow.stages", "workflow.paths"):
+                wrong.append(f"{path.relative_to(repo)}:{lineno}: {line.strip()}")
+    assert not wrong, "imports past stages/ and paths:\n" + "\n".join(wrong)

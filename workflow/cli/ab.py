@@ -11,15 +11,10 @@ not load or declares no ab_pairs, an unreadable ab.json), 3 when a row could not
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from workflow.backends.proc import run_attached
-from workflow.cli.options import EXIT_CODES, HEADS, add_allow_inconclusive, gate_command
-from workflow.errors import ConfigError
-from workflow.paths import AB, REPO_ROOT
-from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.cli.options import EXIT_CODES, add_allow_inconclusive, gate_command
+from workflow.stages.gates import ab_gate
 from workflow.stats.enums import ABVerdict
 
 
@@ -53,86 +48,13 @@ def line(row: dict) -> str:
             f"detectable {mde}")
 
 
-def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]:
-    """The gate's outcome of A/B rows (workflow/regression/gate.py's names) and its
-    lines: one per row not judged, naming the pair and why, then the summary."""
-    def pair(r: dict) -> str:
-        return f"{r['base']} -> {r['new']} {r['workload']}"
-
-    regressed = [r for r in rows if r["verdict"] == ABVerdict.REGRESSION]
-    failed = [r for r in rows if r["verdict"] == ABVerdict.FAILED]
-    inconclusive = [r for r in rows if r["verdict"] == ABVerdict.INCONCLUSIVE]
-    unjudged = failed + ([] if allow_inconclusive else inconclusive)
-    result = REGRESSED if regressed else UNJUDGED if unjudged else PASSED
-    lines = [f"COULD NOT JUDGE {pair(r)}: failed at {r.get('failed_stage')}, no rounds "
-             f"measured: {r.get('error')}" for r in failed]
-    lines += [f"{'NOT JUDGED' if allow_inconclusive else 'COULD NOT JUDGE'} {pair(r)}: "
-              f"inconclusive, its interval spans the margin after {r['rounds']} rounds "
-              f"({r['stop_reason']})"
-              + (" (counted as ok: --allow-inconclusive)" if allow_inconclusive else "")
-              for r in inconclusive]
-    lines.append(f"{HEADS[result]}: {len(regressed)} of {len(rows)} A/B row(s) regressed, "
-                 f"{len(unjudged)} could not be judged")
-    return result, lines
-
-
-def read_rows(path: Path) -> list[dict]:
-    """The rows of an ab.json; bad input (ConfigError) when it cannot be read."""
-    try:
-        doc = json.loads(path.read_text())
-        rows = doc["pairs"]
-        if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r
-                                                 for r in rows):
-            raise TypeError("pairs: expected a list of rows with a verdict")
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ConfigError([f"{path}: cannot be read as A/B results: {exc}"]) from None
-    if not rows:
-        raise ConfigError([f"{path}: pairs: empty; expected a row per pair and workload"])
-    return rows
-
-
-def declares_pairs(configfile: Path):
-    """The suite; bad input before any job: a suite that is not one, or declares no
-    ab_pairs."""
-    from workflow.suite.load import load
-
-    if not configfile.is_file():
-        raise ConfigError([f"{configfile}: no such suite file"])
-    suite = load([str(configfile)], {})
-    if not suite.ab_pairs:
-        raise ConfigError([f"{configfile}: ab_pairs: none declared; expected at least one "
-                           "{base, new} pair of SKUs (README, \"A/B comparisons\")"])
-    return suite
-
-
 def run(args: argparse.Namespace) -> int:
-    from workflow.stages.plan import Refused
-    from workflow.stages.suite_dir import suite_dir
-
-    suite = declares_pairs(args.configfile)
-    extra = [a for a in args.snakemake_args if a != "--"]
-    if args.directory is None:
-        # Where snakemake started here puts this suite's results (stages/suite_dir.py).
-        try:
-            where = suite_dir(suite, [args.configfile], directory_given=False).path
-        except Refused as exc:
-            raise ConfigError(exc.problems) from None
-        directory = []
-    else:
-        where, directory = args.directory, ["--directory", str(args.directory)]
-    # The target before --configfile, which takes every word after it.
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
-           *directory, "--cores", str(args.cores), AB, *extra,
-           "--configfile", str(args.configfile.resolve())]
-    code = run_attached(cmd)
-    if code != 0:
-        print(f"COULD NOT JUDGE: snakemake exited {code} before {AB} was "
-              "complete (its output above names the failed job)")
-        return EXIT_CODES[UNJUDGED]
-    rows = read_rows(where / AB)
-    for row in rows:
+    """Builds and judges the A/B rows (stages/gates.py), then prints a line per row and
+    the gate's lines."""
+    gated = ab_gate(args.configfile, cores=args.cores, directory=args.directory,
+                    extra=args.snakemake_args, allow_inconclusive=args.allow_inconclusive)
+    for row in gated.rows:
         print(line(row))
-    result, lines = outcome(rows, args.allow_inconclusive)
-    for text in lines:
+    for text in gated.lines:
         print(text)
-    return EXIT_CODES[result]
+    return EXIT_CODES[gated.outcome]

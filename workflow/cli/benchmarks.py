@@ -4,11 +4,8 @@ selects, with the options of sharktank's run_benchmarks.py."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from workflow.backends.proc import run_attached
-from workflow.paths import REPO_ROOT
 
 
 def add_parser(sub) -> None:
@@ -32,16 +29,16 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Lists (or runs) the benchmark files a suite selects, with sharktank's options."""
-    from workflow.benchfile.select import attach
-    from workflow.suite.load import load
+    """Lists (or runs) the benchmark files a suite selects, with sharktank's options
+    (stages/sharktank.py selects them and builds the snakemake command)."""
+    from workflow.stages.sharktank import run_files_argv, select_files
 
+    # The options as the suite's benchmark_files keys, those given only.
     override = {k: v for k, v in {
         "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
         "backends": args.backend, "artifacts_dir": args.artifacts_dir,
         "external_files_dir": args.external_file_directory}.items() if v is not None}
-    suite = load(args.configfile, {"benchmark_files": override} if override else None)
-    sel = attach(suite)
+    sel = select_files(args.configfile, override)
     for case in sel.cases:
         print(f"  {case.id}  ({case.file.path})")
     for fid, sku, why in sel.skipped:
@@ -49,14 +46,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(sel.cases)} benchmark case(s) selected")
     if not args.run:
         return 0
-    # Snakemake parses --config values as YAML with strings only; JSON is such YAML.
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
-           "--cores", str(args.cores), args.target]
-    for f in args.configfile or []:
-        cmd += ["--configfile", str(f)]
-    if override:
-        cmd += ["--config", "benchmark_files=" + json.dumps(override)]
-    if args.dry_run:
-        cmd.append("-n")
+    cmd = run_files_argv(args.configfile, override, cores=args.cores, target=args.target,
+                         dry_run=args.dry_run)
     print("$ " + " ".join(cmd), flush=True)
     return run_attached(cmd)

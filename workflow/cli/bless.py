@@ -6,9 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from workflow.errors import ConfigError
-from workflow.records.report import read_report
-
 
 def add_parser(sub) -> None:
     from workflow.regression.goldens import DEFAULT_GRANULARITY
@@ -32,27 +29,15 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Plans the goldens (stages/bless.py), prints them and, with --yes, writes them."""
     from workflow.regression import goldens
+    from workflow.stages.bless import plan_bless
 
-    if args.goldens.exists() and not args.goldens.is_dir():
-        raise ConfigError([f"{args.goldens}: not a directory: --goldens takes the goldens "
-                           "directory (goldens/<sku>.json inside)"])
-    # Several reports: the last is the newest; the others' invocation medians are pooled.
-    *earlier_paths, newest = args.report
-    report = read_report(newest)
-    earlier = [read_report(p) for p in earlier_paths]
-    for path, r in zip(earlier_paths, earlier, strict=True):
-        sha, new_sha = r["provenance"].get("git_sha"), report["provenance"].get("git_sha")
-        if sha != new_sha:
-            print(f"warning: {path} was measured at {sha}, {newest} at {new_sha}: pooling "
-                  "runs of different commits", file=sys.stderr)
-    plan = goldens.plan_bless(report, str(newest), args.goldens, sku=args.sku,
-                              cases=args.cases, granularity=args.size_granularity,
-                              earlier=earlier)
-    lines = goldens.describe(plan)
-    file_lines = (goldens.bless_benchmark_files(report, args.size_granularity, sku=args.sku,
-                                                cases=args.cases, write=args.yes)
-                  if args.benchmark_files else [])
+    blessing = plan_bless(args.report, args.goldens, sku=args.sku, cases=args.cases,
+                          granularity=args.size_granularity,
+                          benchmark_files=args.benchmark_files, write=args.yes,
+                          warn=lambda text: print(text, file=sys.stderr))
+    plan, lines, file_lines = blessing.plan, blessing.lines, blessing.file_lines
     print(f"bless {', '.join(map(str, args.report))} -> {args.goldens} (sizes rounded up to "
           f"{args.size_granularity} B):")
     print("\n".join(lines) if lines else "  no case matches")

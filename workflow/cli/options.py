@@ -15,8 +15,6 @@ from workflow.regression.gate import BAD_INPUT, PASSED, REGRESSED, UNJUDGED
 # to 1 for every other command; for a gate 1 means a regression, so a gate's bad input
 # (its ConfigError) exits 2 through gate_command.
 EXIT_CODES = {PASSED: 0, REGRESSED: 1, BAD_INPUT: 2, UNJUDGED: 3}
-# The first word of a gate's last line, per outcome.
-HEADS = {PASSED: "ok", REGRESSED: "FAIL", UNJUDGED: "COULD NOT JUDGE"}
 
 
 def gate_command(run):

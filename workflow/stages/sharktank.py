@@ -5,7 +5,10 @@ file compiled for a GPU SKU on a machine without that GPU) is not run: its run s
 says no-device with the reason, and the case is compile-only.
 
 The compile flags, run spec and data files the rules give these stages come from
-workflow.benchfile.flags, re-exported here: rules import only stages and paths."""
+workflow.benchfile.flags, re-exported here: rules import only stages and paths.
+
+`benchflow benchmarks` (cli/benchmarks.py) lists the files a suite selects with
+`select_files` and runs them with the snakemake command of `run_files_argv`."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
 from workflow.stages.model import not_run, run_stage
 
-__all__ = ["compile_flags", "data_files", "run_benchmark_file", "run_spec"]
+__all__ = ["compile_flags", "data_files", "run_benchmark_file", "run_files_argv", "run_spec",
+           "select_files"]
 
 
 def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, timeout: float,
@@ -45,3 +49,31 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
         return skipped
     # A module this one loads failing to compile fails this case too, with its error.
     return run_stage("run", timing, [], upstream, body)
+
+
+def select_files(configfile: list[str] | None, override: dict):
+    """The benchmark files a suite selects (benchfile.select's Selection), with
+    `override` (`benchflow benchmarks`' options, run_benchmarks.py's) over the suite's
+    benchmark_files settings."""
+    from workflow.benchfile.select import attach
+    from workflow.suite.load import load
+
+    return attach(load(configfile, {"benchmark_files": override} if override else None))
+
+
+def run_files_argv(configfile: list[str] | None, override: dict, *, cores: str,
+                   target: str, dry_run: bool) -> list[str]:
+    """The snakemake command that builds `target` with the files `select_files` selects."""
+    import json
+
+    from workflow.stages.single_run import snakemake_command
+
+    options = ["--cores", str(cores), target]
+    for f in configfile or []:
+        options += ["--configfile", str(f)]
+    if override:
+        # Snakemake parses --config values as YAML with strings only; JSON is such YAML.
+        options += ["--config", "benchmark_files=" + json.dumps(override)]
+    if dry_run:
+        options.append("-n")
+    return snakemake_command(*options)

@@ -161,13 +161,21 @@ def plan_run(opts) -> RunPlan:
     return RunPlan(suite=suite, case=case, workdir=workdir)
 
 
+def snakemake_command(*options: str) -> list[str]:
+    """The argv that runs this repository's Snakefile with `options` (in their order:
+    --configfile takes every word after it up to the next option), in this interpreter;
+    `benchflow run`, `ab` and `benchmarks --run` all start snakemake so."""
+    from workflow.paths import REPO_ROOT
+
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), *options]
+
+
 def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
     from workflow.paths import REPORT
-    from workflow.suite.schema import REPO_ROOT
 
-    return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"),
-            "--directory", str(plan.workdir), "--configfile", str(suite_file),
-            "--cores", str(cores), "--rerun-incomplete", REPORT]
+    return snakemake_command("--directory", str(plan.workdir), "--configfile",
+                             str(suite_file), "--cores", str(cores), "--rerun-incomplete",
+                             REPORT)
 
 
 def forge_details(output: str) -> dict:

@@ -1,0 +1,159 @@
+"""The work of the two gates, `benchflow check` and `benchflow ab`: cli/check.py and
+cli/ab.py parse the options, call `check_report` or `ab_gate` and print the lines they
+return (their docstrings, the commands' help, say what a user sees and how each exits).
+
+`check_report` judges a report (again, against --goldens, when given), measures its
+inconclusive IREE cases again (stages/remeasure.py) and assesses it
+(regression/gate.py). `ab_gate` refuses a suite without ab_pairs, builds results/ab.json
+with snakemake in the suite's working directory (stages/suite_dir.py) and assesses its
+rows. Both give one of regression/gate.py's outcomes; bad input is a ConfigError, which
+the commands exit 2 on (cli/options.gate_command).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from workflow.backends.proc import run_attached
+from workflow.errors import ConfigError
+from workflow.paths import AB
+from workflow.records.report import read_report
+from workflow.regression import gate
+from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.stats.enums import ABVerdict, Status, Verdict
+
+# The first word of a gate's last line, per outcome.
+HEADS = {PASSED: "ok", REGRESSED: "FAIL", UNJUDGED: "COULD NOT JUDGE"}
+
+# Why a case not judged counted as ok, by its kind (regression.gate.NotJudged.kind).
+HINTS = {Verdict.NO_GOLDEN: "--require-goldens fails it",
+         Verdict.INCONCLUSIVE: "--allow-inconclusive",
+         Status.SKIPPED: "it did not run here by design"}
+
+
+@dataclass
+class GateResult:
+    outcome: str                                     # regression/gate.py's PASSED, ...
+    lines: list[str]                                 # what the command prints, in order
+    rows: list[dict] = field(default_factory=list)   # `ab`: the rows of ab.json
+
+
+def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bool,
+                 allow_inconclusive: bool, remeasure_budget_s: float,
+                 settings) -> GateResult:
+    """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings."""
+    from workflow.stages.remeasure import remeasure_inconclusive
+
+    report = read_report(report_path)
+    if goldens:
+        problems = gate.goldens_dir_problems(report, goldens, "--goldens", strict=True)
+        if problems:
+            raise ConfigError(problems)
+        report = gate.rejudge(report, goldens, asdict(settings))
+    report, remeasured = remeasure_inconclusive(
+        report, budget_s=remeasure_budget_s, gate_config=asdict(settings),
+        goldens_dir=goldens)
+    a = gate.assess(report, require_goldens=require_goldens,
+                    allow_inconclusive=allow_inconclusive)
+    lines = [r.line() for r in remeasured]
+    lines += [f"REGRESSED {f.line()}" for f in a.regressed]
+    lines += [f"COULD NOT JUDGE {nj.line()}" for nj in a.unjudged]
+    lines += [f"NOT JUDGED {nj.line()} (counted as ok: {HINTS.get(nj.kind, nj.kind)})"
+              for nj in a.not_judged]
+    result = gate.summary(report, a)
+    n = len(report["cases"])
+    compile_only = (f"; {result['compile_only']} compile-only case(s) judged on dispatch "
+                    "count and size only (no device: no time)" if result["compile_only"]
+                    else "")
+    unjudged = f", {len(a.unjudged)} could not be judged" if a.unjudged else ""
+    lines.append(f"{HEADS[a.outcome]}: {len(a.regressed)} of {n} case(s) regressed{unjudged}, "
+                 f"{a.judged} judged; time verdicts {result['time_verdicts']}{compile_only}")
+    return GateResult(a.outcome, lines)
+
+
+def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]:
+    """The gate's outcome of A/B rows (workflow/regression/gate.py's names) and its
+    lines: one per row not judged, naming the pair and why, then the summary."""
+    def pair(r: dict) -> str:
+        return f"{r['base']} -> {r['new']} {r['workload']}"
+
+    regressed = [r for r in rows if r["verdict"] == ABVerdict.REGRESSION]
+    failed = [r for r in rows if r["verdict"] == ABVerdict.FAILED]
+    inconclusive = [r for r in rows if r["verdict"] == ABVerdict.INCONCLUSIVE]
+    unjudged = failed + ([] if allow_inconclusive else inconclusive)
+    result = REGRESSED if regressed else UNJUDGED if unjudged else PASSED
+    lines = [f"COULD NOT JUDGE {pair(r)}: failed at {r.get('failed_stage')}, no rounds "
+             f"measured: {r.get('error')}" for r in failed]
+    lines += [f"{'NOT JUDGED' if allow_inconclusive else 'COULD NOT JUDGE'} {pair(r)}: "
+              f"inconclusive, its interval spans the margin after {r['rounds']} rounds "
+              f"({r['stop_reason']})"
+              + (" (counted as ok: --allow-inconclusive)" if allow_inconclusive else "")
+              for r in inconclusive]
+    lines.append(f"{HEADS[result]}: {len(regressed)} of {len(rows)} A/B row(s) regressed, "
+                 f"{len(unjudged)} could not be judged")
+    return result, lines
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of an ab.json; bad input (ConfigError) when it cannot be read."""
+    try:
+        doc = json.loads(path.read_text())
+        rows = doc["pairs"]
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r
+                                                 for r in rows):
+            raise TypeError("pairs: expected a list of rows with a verdict")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ConfigError([f"{path}: cannot be read as A/B results: {exc}"]) from None
+    if not rows:
+        raise ConfigError([f"{path}: pairs: empty; expected a row per pair and workload"])
+    return rows
+
+
+def declares_pairs(configfile: Path):
+    """The suite; bad input before any job: a suite that is not one, or declares no
+    ab_pairs."""
+    from workflow.suite.load import load
+
+    if not configfile.is_file():
+        raise ConfigError([f"{configfile}: no such suite file"])
+    suite = load([str(configfile)], {})
+    if not suite.ab_pairs:
+        raise ConfigError([f"{configfile}: ab_pairs: none declared; expected at least one "
+                           "{base, new} pair of SKUs (README, \"A/B comparisons\")"])
+    return suite
+
+
+def ab_directory(suite, configfile: Path, directory: Path | None) -> tuple[Path, list[str]]:
+    """Where the suite's results/ are, and the snakemake options that say so: --directory
+    when given, else where snakemake started here puts them (stages/suite_dir.py)."""
+    from workflow.stages.plan import Refused
+    from workflow.stages.suite_dir import suite_dir
+
+    if directory is not None:
+        return directory, ["--directory", str(directory)]
+    try:
+        return suite_dir(suite, [configfile], directory_given=False).path, []
+    except Refused as exc:
+        raise ConfigError(exc.problems) from None
+
+
+def ab_gate(configfile: Path, *, cores: str, directory: Path | None, extra: list[str],
+            allow_inconclusive: bool) -> GateResult:
+    """`benchflow ab`'s whole job: the suite's A/B rows built by snakemake (its output
+    attached to ours) and assessed; extra: more snakemake options."""
+    from workflow.stages.single_run import snakemake_command
+
+    suite = declares_pairs(configfile)
+    where, directory_options = ab_directory(suite, configfile, directory)
+    # The target before --configfile, which takes every word after it.
+    code = run_attached(snakemake_command(
+        *directory_options, "--cores", str(cores), AB, *[a for a in extra if a != "--"],
+        "--configfile", str(configfile.resolve())))
+    if code != 0:
+        return GateResult(UNJUDGED, [f"COULD NOT JUDGE: snakemake exited {code} before {AB} "
+                                     "was complete (its output above names the failed job)"])
+    rows = read_rows(where / AB)
+    result, lines = outcome(rows, allow_inconclusive)
+    return GateResult(result, lines, rows)
