@@ -7,6 +7,10 @@ CORES ?= 8
 # The fast tier: every test that starts no other program (tests/conftest.py fails a test
 # that starts one without saying so by a marker).
 FAST := not e2e and not tool and not browser and not slurm
+# Two pytest workers (pytest-xdist), a test file each at a time (--dist loadfile: a file's
+# module fixtures, e.g. one snakemake run several tests read, run once): on 2 cores the
+# end-to-end tests overlap their waits (timeouts, process starts) with each other's work.
+WORKERS ?= 2
 
 .PHONY: setup report check test perf clean
 
@@ -26,14 +30,14 @@ report: setup
 check: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -m "$(FAST)"
+	BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -n $(WORKERS) -m "$(FAST)"
 
 # The second pytest starts a real single-node SLURM (tests/slurm/): it needs root and apt,
 # and is skipped with its reason elsewhere.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=15
 	$(BIN)/pytest -q -m slurm
 
 perf: setup
