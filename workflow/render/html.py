@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workflow.render import common as c
 from workflow.render import plots, templating
+from workflow.stats.enums import Status
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
 Col = tuple[str, str, object]
@@ -78,9 +79,9 @@ def attention(cases: list[dict]) -> list[tuple[str, str]]:
     for x in c.ordered(cases):
         if c.regressions(x):
             why = c.regression_text(x)
-        elif x["status"] == "failed":
+        elif x["status"] == Status.FAILED:
             why = f"failed at {x.get('stage')}: {c.error_summary(x.get('error'))}"
-        elif c.status(x) == "degraded":
+        elif c.status(x) == c.DEGRADED:
             why = "; ".join(c.degraded_reasons(x))
         else:
             continue
@@ -120,7 +121,7 @@ def render(report: dict, peak: dict | None = None) -> str:
         suite_name=report.get("provenance", {}).get("suite_name", "?"),
         meta=meta(report, peak),
         cases=len(cases),
-        counts=[(n[k], c.SYMBOLS[k], k) for k in c.SYMBOLS if n[k] or k == "ok"],
+        counts=[(n[k], c.SYMBOLS[k], k) for k in c.SYMBOLS if n[k] or k == Status.OK],
         attention=attention(cases),
         skipped=[(x["id"], c.skip_reason(x)) for x in c.skipped(cases)],
         compile_only=[(x["id"], c.skip_reason(x)) for x in c.compile_only(cases)],
