@@ -40,7 +40,15 @@ MEASURED = {
     "phases_ms", "tflops", "achieved_tflops", "pct_of_peak", "bandwidth_gbps", "load",
     "loadavg", "duration_s", "wall_s", "started", "finished", "generated_at", "timestamp",
     "time", "date", "slurm_job_id", "pid", "run_id", "peak", "peak_tflops", "ratio",
-    "p_value", "compile_seconds", "peak_rss_mb", "rss_mb", "memory_mb",
+    "p_value", "compile_seconds", "peak_rss_mb", "rss_mb", "memory_mb", "peak_bytes",
+    "load_avg", "gflops", "items_per_s",
+    # torch.export keeps source locations, among them torch's own files under the
+    # checkout's .venv: an MLIR exported in a checkout at a path of another length
+    # compiles to a module a few bytes longer or shorter (alignment), same code or not.
+    "binary_bytes",
+    # The content key of a job covers benchflow's own code (DESIGN.md, "Content keys"):
+    # another version of it is another key by design.
+    "job_key",
 }
 STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:?\d\d|Z)?")
 
@@ -58,7 +66,12 @@ def masked(value, keys=frozenset(MEASURED)):
 
 
 def normal(text: str, root: Path) -> str:
-    return STAMP.sub("<time>", text.replace(str(root.resolve()), "<ROOT>"))
+    """`text` without what names the version rather than what it does: the checkout's
+    path and commit, and timestamps."""
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    text = text.replace(str(root.resolve()), "<ROOT>").replace(commit, "<COMMIT>")
+    return STAMP.sub("<time>", text)
 
 
 def first_diff(a: str, b: str, n: int = 12) -> str:
