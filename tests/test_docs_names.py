@@ -59,7 +59,8 @@ def dotted_problem(name: str) -> str | None:
 def short_problem(path: str, name: str | None) -> str | None:
     file = PKG / f"{path}.py"
     if not file.is_file():
-        return None if (PKG / path).is_dir() else f"workflow/{path}: no such module"
+        data = list((PKG / path).parent.glob((PKG / path).name + ".*"))  # schemas/x.json
+        return None if (PKG / path).is_dir() or data else f"workflow/{path}: no such module"
     if name and name not in defined(file):
         return f"workflow/{path}.{name}: not defined there"
     return None

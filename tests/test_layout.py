@@ -19,7 +19,7 @@ LAYERS = [
     ("records",),
     ("models",),
     ("stats",),
-    ("errors", "paths"),
+    ("errors", "paths", "schemas"),
 ]
 RANK = {name: len(LAYERS) - i for i, names in enumerate(LAYERS) for name in names}
 MAX_LOOSE = 8

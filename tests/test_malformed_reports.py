@@ -411,3 +411,26 @@ def test_goldens_must_be_a_directory(command, tmp_path, capsys):
     assert main([command, "--report", str(report), "--goldens", str(report), "--yes"
                  ][: 5 if command == "check" else 6]) == (2 if command == "check" else 1)
     assert capsys.readouterr().err.startswith(f"{report}: not a directory")
+
+
+def test_a_special_file_or_an_oversized_one_is_refused_without_reading_it(tmp_path,
+                                                                         monkeypatch):
+    """records/storage.read_json_file, every reader's: a FIFO would block a reader for
+    ever, a huge file exhaust its memory; each is a one-line ConfigError instead."""
+    import os
+
+    from workflow.records import storage
+    from workflow.records.storage import read_json_file
+
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as err:
+        read_json_file(fifo)
+    assert err.value.problems == [f"{fifo}: not a regular file; expected a JSON file"]
+    big = tmp_path / "big.json"
+    big.write_text('{"cases": []}' + " " * 2048)
+    monkeypatch.setattr(storage, "MAX_JSON_BYTES", 1024)
+    with pytest.raises(ConfigError) as err:
+        read_json_file(big)
+    assert err.value.problems == [
+        f"{big}: larger than 1,024 bytes; expected a JSON file below that"]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from workflow.errors import ConfigError
-from workflow.records.storage import write_text
+from workflow.records.storage import read_json_file, write_text
 
 # The file's golden fields -> the names a golden has in benchflow (GoldenRef's).
 GOLDEN_FIELDS = {"golden_time_ms": "median_ms", "golden_time_tolerance_multiplier": "tolerance",
@@ -24,10 +24,10 @@ def read_for_update(path: str | Path, case_id: str) -> dict:
     """A benchmark file as it is (every field kept), to record goldens in; ConfigError
     naming the case whose goldens it was to take when it cannot be read."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError([f"{path}: cannot update the goldens of this benchmark file "
-                           f"(case {case_id}): {exc}"]) from None
+        return read_json_file(path)
+    except ConfigError as exc:
+        raise ConfigError([f"{p} (cannot update the goldens of this benchmark file, case "
+                           f"{case_id})" for p in exc.problems]) from None
 
 
 def set_goldens(data: dict, key: str, figures: dict) -> list[tuple[str, object, object]]:

@@ -1,5 +1,6 @@
-"""JSON schemas: one loader for the package's workflow/schemas/*.schema.json and for
-schema files by path (config/schema.yaml), one validator factory, and one wording of
+"""JSON schemas: the package's workflow/schemas/*.schema.json (`load`, from
+workflow.schemas, the one loader, re-exported for the layers above records), schema
+files by path (config/schema.yaml), one validator factory, and one wording of
 their problems (`schema_problems`, `key_path`) for every reader of user files.
 
 Every schema is JSON Schema 2020-12. A validator made with `fill_defaults=True` also
@@ -16,7 +17,6 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,7 @@ import jsonschema
 import yaml
 from jsonschema.protocols import Validator
 
-
-@cache
-def load(name: str) -> dict:
-    """The package's schema `workflow/schemas/<name>.schema.json` (cached: do not modify)."""
-    return json.loads(resources.files("workflow").joinpath(f"schemas/{name}.schema.json")
-                      .read_text())
+from workflow.schemas import load  # noqa: F401 - the package's schemas, read here too
 
 
 @cache

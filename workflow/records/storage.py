@@ -133,6 +133,11 @@ def touch_empty(path: str | Path) -> None:
     path.write_bytes(b"")
 
 
+# Far above any report benchflow writes (about 3.5 KB a case: 150,000 cases), far below
+# what would exhaust a machine's memory when parsed.
+MAX_JSON_BYTES = 512 * 2**20
+
+
 def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
     """A JSON document a user gave benchflow (a benchmark file, a golden file, a report):
     any way it can be unreadable is a ConfigError `path: problem` in one line, never
@@ -142,7 +147,15 @@ def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
     if path.is_dir():
         raise ConfigError([f"{path}: is a directory, not a file"])
     try:
-        raw = path.read_bytes()
+        # A FIFO or a device would block or never end: only a regular file is read, and
+        # no more of it than MAX_JSON_BYTES (one byte past says it is larger).
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            raise ConfigError([f"{path}: not a regular file; expected a JSON file"])
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_JSON_BYTES + 1)
+        if len(raw) > MAX_JSON_BYTES:
+            raise ConfigError([f"{path}: larger than {MAX_JSON_BYTES:,} bytes; "
+                               "expected a JSON file below that"])
     except FileNotFoundError:
         raise ConfigError([f"{path}: file not found"]) from None
     except OSError as exc:

@@ -12,7 +12,6 @@ the commands exit 2 on (cli/options.gate_command).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from workflow.backends.proc import run_attached
 from workflow.errors import ConfigError
 from workflow.paths import AB
 from workflow.records.report import read_report
+from workflow.records.storage import read_json_file
 from workflow.regression import gate
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict, Status, Verdict
@@ -98,13 +98,13 @@ def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]
 
 def read_rows(path: Path) -> list[dict]:
     """The rows of an ab.json; bad input (ConfigError) when it cannot be read."""
+    doc = read_json_file(path)
     try:
-        doc = json.loads(path.read_text())
         rows = doc["pairs"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r
                                                  for r in rows):
             raise TypeError("pairs: expected a list of rows with a verdict")
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+    except (TypeError, KeyError) as exc:
         raise ConfigError([f"{path}: cannot be read as A/B results: {exc}"]) from None
     if not rows:
         raise ConfigError([f"{path}: pairs: empty; expected a row per pair and workload"])

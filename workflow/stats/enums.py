@@ -9,19 +9,15 @@ are the values in upper case, `-` as `_` (Status.COMPILE_ONLY, Verdict.NO_GOLDEN
 They live here, the lowest layer that compares them (verdict.judge reads a case's
 status), so that imports go only downward: records, regression, render and stages use
 these same enums. Reading the package's own schema file at import is the only thing in
-stats that touches a file; every function stays pure.
+stats that touches a file (through workflow.schemas.load, the one loader); every
+function stays pure.
 """
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
-from importlib import resources
 
-
-def _schema(name: str) -> dict:
-    return json.loads(resources.files("workflow").joinpath(f"schemas/{name}.schema.json")
-                      .read_text())
+from workflow.schemas import load
 
 
 def _enum(name: str, values: list[str]) -> type[StrEnum]:
@@ -29,7 +25,7 @@ def _enum(name: str, values: list[str]) -> type[StrEnum]:
                    module=__name__)
 
 
-_CASE = _schema("report")["$defs"]["case"]["properties"]
+_CASE = load("report")["$defs"]["case"]["properties"]
 # ok | failed | unsupported | skipped | compile-only: the schema's `status` description.
 Status = _enum("Status", _CASE["status"]["enum"])
 # pass | regression | improvement | inconclusive | no-golden: golden.verdict's list (the
@@ -38,4 +34,4 @@ Verdict = _enum("Verdict", _CASE["golden"]["properties"]["verdict"]["enum"])
 # An A/B pair's verdict (results/ab.json, ab.schema.json): regression | improvement |
 # no-difference | inconclusive (stats/paired.py) | failed (a side did not compile or run).
 ABVerdict = _enum("ABVerdict",
-                  _schema("ab")["properties"]["pairs"]["items"]["properties"]["verdict"]["enum"])
+                  load("ab")["properties"]["pairs"]["items"]["properties"]["verdict"]["enum"])
