@@ -6,7 +6,7 @@ CORES ?= 8
 
 # The fast tier: every test that starts no other program (tests/conftest.py fails a test
 # that starts one without saying so by a marker).
-FAST := not e2e and not tool and not browser and not slurm
+FAST := not e2e and not tool and not browser and not slurm and not quiet
 # Two pytest workers (pytest-xdist), a test file each at a time (--dist loadfile: a file's
 # module fixtures, e.g. one snakemake run several tests read, run once): on 2 cores the
 # end-to-end tests overlap their waits (timeouts, process starts) with each other's work.
@@ -38,6 +38,7 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=15
+	$(BIN)/pytest -q -m quiet --durations=5
 	$(BIN)/pytest -q -m slurm
 
 perf: setup

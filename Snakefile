@@ -103,7 +103,7 @@ rule all:
         DASHBOARD,
         REPORT_HTML,
         # The A/B comparisons, when the suite declares pairs.
-        [AB] if SUITE.ab_pairs else [],
+        [AB] if SUITE.has_ab else [],
 
 
 include: "rules/iree_batch.smk"

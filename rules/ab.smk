@@ -1,9 +1,56 @@
 # ab: interleaved A/B comparisons of SKU pairs (workflow/stages/ab.py): per workload the
 # two SKUs' modules alternate, fresh invocation by invocation, in one job; then every
-# row into results/ab.json.
-from workflow.paths import AB, AB_LOG, AB_ROW, AB_ROW_LOG, ab_row_paths, iree_batch_path
-from workflow.stages.plan import ab_batch_inputs, sku_settings
-from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN, ab_mem_mb, ab_runtime_min
+# row into results/ab.json. Torch pairs (workflow/stages/ab_torch.py): per pair of torch
+# sides and workload, two long-lived workers alternate timed blocks in one job.
+from workflow.paths import (
+    AB,
+    AB_LOG,
+    AB_ROW,
+    AB_ROW_LOG,
+    AB_TORCH_ROW,
+    AB_TORCH_ROW_LOG,
+    ab_row_paths,
+    iree_batch_path,
+    torch_ab_row_paths,
+)
+from workflow.stages.plan import ab_batch_inputs, sku_settings, torch_ab_plan
+from workflow.stages.resources import (
+    LOCAL_MEM_MB,
+    LOCAL_RUNTIME_MIN,
+    ab_mem_mb,
+    ab_runtime_min,
+    torch_ab_mem_mb,
+)
+
+
+rule ab_torch_pair:
+    # No input files: a torch side builds its module itself. What decides the row is
+    # in its params: both sides' cases, backends and SKU settings, and the content their
+    # workers build from (model sources, recipes' code, torch builds).
+    output:
+        row=AB_TORCH_ROW,
+    # Side labels join SKU, backend and recipe with "+" (suite/pairs.py), as the
+    # workload of a pair of two workloads joins their ids.
+    wildcard_constraints:
+        base=r"[A-Za-z0-9_.+-]+",
+        new=r"[A-Za-z0-9_.+-]+",
+        workload=r"[A-Za-z0-9_.+-]+",
+    params:
+        pair=lambda wc: torch_ab_plan(SUITE, wc.base, wc.new, wc.workload),
+        ab=SUITE.config["ab"],
+    log:
+        AB_TORCH_ROW_LOG,
+    conda:
+        "../envs/benchflow.yaml"
+    # A timing job: it runs alone (see Snakefile).
+    resources:
+        bench_slot=1,
+        mem_mb=lambda wc, attempt: torch_ab_mem_mb(
+            SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)], attempt),
+        runtime=lambda wc: ab_runtime_min(SUITE.config["ab"], SUITE.config["timeouts"]),
+    threads: BENCH_THREADS
+    script:
+        "../scripts/ab_torch_pair.py"
 
 
 rule ab_pair:
@@ -34,7 +81,7 @@ rule ab_pair:
 
 rule ab:
     input:
-        rows=ab_row_paths(SUITE.ab_pairs),
+        rows=ab_row_paths(SUITE.ab_pairs) + torch_ab_row_paths(SUITE.torch_ab_pairs),
     output:
         ab=AB,
     params:

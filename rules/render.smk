@@ -40,7 +40,7 @@ rule render_markdown:
     input:
         report=REPORT,
         # The A/B section, when the suite declares pairs.
-        ab=[AB] if SUITE.ab_pairs else [],
+        ab=[AB] if SUITE.has_ab else [],
     output:
         md=report(REPORT_MD, caption="../report/markdown.rst", category=RENDER_CATEGORY,
                   labels={"format": "Markdown", "content": "coverage table"}),
@@ -102,7 +102,7 @@ rule render_html:
     input:
         report=REPORT,
         peak=PEAK,
-        ab=[AB] if SUITE.ab_pairs else [],
+        ab=[AB] if SUITE.has_ab else [],
     output:
         html=report(REPORT_HTML, caption="../report/html.rst", category=RENDER_CATEGORY,
                     labels={"format": "HTML", "content": "table and plots"}),

@@ -8,6 +8,7 @@ from workflow.stages.plan import (
     bench_skipped_plan,
     report_golden_inputs,
     report_records,
+    speedup_ab_rows,
     unsupported_plan,
 )
 from workflow.stages.report import damage_note
@@ -23,6 +24,8 @@ rule report:
         batches=[torch_batch_dir(key) for key in SUITE.torch_batches],
         cases=bench_case_paths(BENCH),
         goldens=report_golden_inputs(SUITE),
+        # Torch A/B rows that measure a speedup the report shows (paired, not cross-run).
+        ab_rows=speedup_ab_rows(SUITE),
     output:
         # update(): Snakemake does not remove the previous report before the job, and
         # restores its backup of it when the job fails; the step writes atomically. So a

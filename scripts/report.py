@@ -13,6 +13,7 @@ with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log):
         gate=snakemake.params.gate,
         unsupported=snakemake.params.unsupported,
         skipped=snakemake.params.skipped,
+        ab_rows=list(snakemake.input.ab_rows),
         derived=REPORT_DERIVED,
         note=REPORT_DAMAGED,
         suite_name=snakemake.params.suite_name,

@@ -13,9 +13,12 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 # Small enough for seconds per case, large enough to exercise every protocol step (a
-# fixed count: tests of the adaptive plan set max_invocations themselves).
+# fixed count: tests of the adaptive plan set max_invocations themselves). Never
+# disturbed: the test workers load each other's cores, and a test of another feature
+# must not retake invocations or show a flag that depends on that; disturbance has its
+# own tests (test_measure_protocol.py, test_disturbance_hog.py).
 FAST_MEASUREMENT = {"invocations": 3, "max_invocations": 3, "repetitions": 3,
-                    "min_warmup_time_s": 0.05, "min_time_s": 0.01}
+                    "min_warmup_time_s": 0.05, "min_time_s": 0.01, "disturbed_share": 1.0}
 
 
 def tiny_suite(**overrides) -> dict:

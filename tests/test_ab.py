@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
+from workflow.measure.pairs import interleave
+from workflow.measure.protocol import Observation
 from workflow.records import schemas
 from workflow.render import ab as ab_render
-from workflow.stages.ab import interleave
 from workflow.stats.sequential import Plan
 
 
@@ -53,6 +54,7 @@ def ab_run(tmp_path_factory):
 
 
 @pytest.mark.e2e
+@pytest.mark.quiet
 def test_a_a_is_no_difference_and_host_vs_generic_a_regression(ab_run):
     workdir, proc = ab_run
     doc = json.loads((workdir / "results" / "ab.json").read_text())
@@ -74,6 +76,7 @@ def test_a_a_is_no_difference_and_host_vs_generic_a_regression(ab_run):
 
 
 @pytest.mark.e2e
+@pytest.mark.quiet
 def test_the_pairs_reuse_the_cases_modules_and_a_rerun_does_nothing(ab_run):
     workdir, _ = ab_run
     assert (workdir / "results" / "compile" / "generic" / "linear-128x256x256-f32" /
@@ -87,8 +90,8 @@ def fake_rounds(ratio: float, noise: float, seed: int):
     import random
 
     rng = random.Random(seed)
-    return (lambda: 1.0 * (1 + rng.gauss(0, noise)),
-            lambda: ratio * (1 + rng.gauss(0, noise)))
+    return (lambda: Observation(1.0 * (1 + rng.gauss(0, noise))),
+            lambda: Observation(ratio * (1 + rng.gauss(0, noise))))
 
 
 @pytest.mark.parametrize(("ratio", "verdict"), [(1.0, "no-difference"), (1.2, "regression"),
@@ -96,23 +99,25 @@ def fake_rounds(ratio: float, noise: float, seed: int):
 def test_interleave_stops_when_decided(ratio, verdict):
     base, new = fake_rounds(ratio, 0.005, seed=1)
     plan = Plan(min_rounds=6, max_rounds=48, target_rel_width=0.01)
-    out = interleave(base, new, plan, budget_s=60, seed=3)
+    out = interleave(base, new, plan, budget_s=60, seed=3, max_retakes=0)
     assert out["verdict"] == verdict
     assert out["stop_reason"] == "decided" and out["rounds"] in plan.looks[:2]
 
 
 def test_interleave_keeps_to_the_time_budget():
     base, new = fake_rounds(1.03, 0.2, seed=2)   # too noisy to decide in a few rounds
-    out = interleave(base, new, Plan(min_rounds=6, max_rounds=4096), budget_s=0, seed=3)
+    out = interleave(base, new, Plan(min_rounds=6, max_rounds=4096), budget_s=0, seed=3,
+                     max_retakes=0)
     assert out["stop_reason"] == "time-budget" and out["rounds"] == Plan(6, 4096).first_look
     assert out["verdict"] in ("inconclusive", "no-difference")
 
 
 def test_interleave_randomizes_the_order_of_each_round():
     calls = []
-    out = interleave(lambda: calls.append("A") or 1.0, lambda: calls.append("B") or 1.0,
+    out = interleave(lambda: calls.append("A") or Observation(1.0),
+                     lambda: calls.append("B") or Observation(1.0),
                      Plan(min_rounds=6, max_rounds=64, target_rel_width=1e-9, margin=0),
-                     budget_s=60, seed=5)
+                     budget_s=60, seed=5, max_retakes=0)
     firsts = "".join(calls[0::2])
     assert firsts == out["orders"] and {"A", "B"} <= set(firsts)
 

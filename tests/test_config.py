@@ -45,7 +45,9 @@ def test_defaults_are_filled_in():
     assert m == {"invocations": 6, "max_invocations": 24, "target_rel_width": 0.02,
                  "budget_s": 60, "repetitions": 10, "min_warmup_time_s": 0.5,
                  "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True,
-                 "torch_warmup_calls": 10, "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5}
+                 "torch_warmup_calls": 10, "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5,
+                 "alpha": 0.05, "disturbed_share": 0.25, "max_retakes": 6,
+                 "randomize_layout": True}
     assert cfg["workloads"][0]["dtypes"] == ["f32"]
     assert cfg["accuracy"]["f16"]["rtol"] == 1e-2
 
@@ -119,7 +121,7 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     assert a["iree"] == {"target_backend": "llvm-cpu", "target_cpu": "host", "compile_flags": [],
                          "device": "local-task", "task_topology_max_group_count": 2,
                          "target_chip": None, "compile_tool": None, "benchmark_tool": None}
-    assert b["torch"] == {"threads": 2, "python": None} and b["description"] == ""
+    assert b["torch"] == {"threads": 0, "python": None} and b["description"] == ""
     # Workload items inside an array, and $ref'd items of their own arrays.
     w0, w1 = cfg["workloads"]
     assert w0 == {"model": "linear", "configs": [], "dtypes": ["f32"], "shapes": [],

@@ -17,6 +17,7 @@ from tests.test_goldens import BASE, PASSED, REGRESSED, make_case, make_report
 from workflow.cli.main import main
 from workflow.cli.options import EXIT_CODES
 from workflow.errors import ConfigError
+from workflow.measure.protocol import Observation
 from workflow.records.storage import write_json
 from workflow.regression import gate
 from workflow.stages import gates, remeasure
@@ -198,7 +199,8 @@ def fake_benchmark(monkeypatch, medians, delay_s=0.0):
             time.sleep(delay_s)
             self.median_ms = next(values)
 
-    monkeypatch.setattr(remeasure, "_benchmark", lambda argv, timeout, log: Run(argv))
+    monkeypatch.setattr(remeasure, "iree_invocation",
+                        lambda argv, timeout, log, m: Observation(Run(argv).median_ms))
     return calls
 
 

@@ -16,6 +16,7 @@ LAYERS = [
     ("regression",),
     ("suite", "render", "benchfile"),
     ("backends",),
+    ("measure",),
     ("records",),
     ("models",),
     ("stats",),
@@ -125,3 +126,25 @@ def test_rules_and_scripts_import_only_stages_and_paths():
             if found and found.group(1) not in ("workflow.stages", "workflow.paths"):
                 wrong.append(f"{path.relative_to(repo)}:{lineno}: {line.strip()}")
     assert not wrong, "imports past stages/ and paths:\n" + "\n".join(wrong)
+
+
+def test_one_measurement_loop():
+    """issue 22: the protocol is measure/'s alone. Elsewhere no module judges a
+    sequential plan, applies the noisy rule or writes a loop of timed invocations; a
+    runner only makes one invocation (stages: iree_invocation, the torch worker's pass,
+    the torch A/B worker's block)."""
+    own = {"measure", "stats"}
+    wrong = []
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG)
+        if rel.parts[0] in own:
+            continue
+        text = path.read_text()
+        for pattern in (r"sequential\.decide\(", r"\bPlan\(", r"\bcv\([^)]*\)\s*>",
+                        r"\bis_noisy\(", r"\[\s*\w*invoke\w*\([^)]*\)\s+for\s"):
+            for m in re.finditer(pattern, text):
+                line = text.count("\n", 0, m.start()) + 1
+                if pattern == r"\bis_noisy\(" and rel.as_posix() == "stages/remeasure.py":
+                    continue  # the noisy flag of re-measured medians, not a rerun rule
+                wrong.append(f"workflow/{rel}:{line}: {m.group(0)!r}")
+    assert not wrong, "measurement protocol outside workflow/measure:\n" + "\n".join(wrong)

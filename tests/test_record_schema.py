@@ -50,7 +50,12 @@ def test_a_record_follows_the_schemas_order_and_defaults():
     rec = unsupported_case(ident, "why")
     assert list(rec) == list(CASE)
     assert rec["device"] == "cpu" and rec["provenance"] == {} and rec["timing"] is None
-    assert rec["speedup"] == {"vs_baseline": None, "vs_eager": None}
+    assert rec["speedup"] == {"vs_baseline": None, "vs_eager": None,
+                              "basis": {"vs_baseline": None, "vs_eager": None}}
+    required = CASE["timing"]["oneOf"][1]["required"]
+    timing = section("timing", dict.fromkeys(required, 1.0))
+    assert (timing["disturbed"], timing["disturbance"], timing["measured_at"]) == \
+        (False, None, None)
     assert rec["golden"] == section("golden", {})
     assert rec["golden"]["verdict"] == rec["golden"]["dispatch_verdict"] == Verdict.NO_GOLDEN
     assert section("memory", {"peak_bytes": 1, "kind": "rss", "extra": 0}) == \
@@ -72,3 +77,24 @@ def test_the_gate_defaults_are_the_suite_schemas_only():
                                        goldens["size_tolerance"]["default"],
                                        goldens["p_value"]["default"])
     assert gate_settings({"p_value": 0.01}).p_value == 0.01
+
+
+def test_the_protocols_timing_section_is_the_schemas():
+    """What the one invocation loop writes (measure/protocol.timing_section: the
+    disturbance of the kept invocations, a probe that could not read /proc/stat giving
+    nulls) is a timing section the schema takes, the flag set."""
+    from workflow.measure.protocol import Measured, Observation, timing_section
+
+    def probe(share):  # the keys of measure/disturbance.Probe.result
+        return {"wall_s": 0.5, "cpu_s": 0.9, "cpu_per_wall": 1.8, "nivcsw": 3, "load1": 2.0,
+                "outside_share": share, "steal_share": None if share is None else 0.0,
+                "disturbed": bool(share and share > 0.25), "reason": None}
+    kept = [Observation(1.0 + i / 100, None, probe(s))
+            for i, s in enumerate([0.1, 0.6, None, 0.05, 0.7, 0.1])]
+    member = Measured(kept=kept, retaken=[Observation(9.0, None, probe(0.9))],
+                      sampling={"stop_reason": "fixed"})
+    given = timing_section(member, {"disturbed_share": 0.25, "noisy_cv": 0.1})
+    timing = section("timing", {**given, "repetitions": None, "first_run_ms": None})
+    schema = {"$defs": report_schema()["$defs"], **CASE["timing"]}
+    schemas.validator(schema).validate(timing)
+    assert timing["disturbed"] is True and "2 of 6" in timing["disturbance"]["reason"]

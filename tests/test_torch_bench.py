@@ -11,9 +11,9 @@ from workflow.stages.plan import torch_batch_plan
 from workflow.stages.torch import run_pass, run_torch_batch
 from workflow.suite.load import load
 
-MEASURE = {"invocations": 2, "repetitions": 3, "min_warmup_time_s": 0.05, "min_time_s": 0.01,
-           "noisy_cv": 10.0, "rerun_noisy": False, "torch_warmup_calls": 2,
-           "torch_warmup_s": 0.0, "torch_min_run_time_s": 0.02}
+MEASURE = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0, "repetitions": 3,
+           "min_warmup_time_s": 0.05, "min_time_s": 0.01, "noisy_cv": 10.0, "rerun_noisy": False,
+           "torch_warmup_calls": 2, "torch_warmup_s": 0.0, "torch_min_run_time_s": 0.02}
 
 
 def suite_for(tmp_path, workloads, recipes=("baseline",), backends=("torch-eager",)):
@@ -26,7 +26,8 @@ def suite_for(tmp_path, workloads, recipes=("baseline",), backends=("torch-eager
 def plan_of(suite, backend="torch-eager", recipe="baseline"):
     cases = torch_batch_plan(suite, "host", backend, recipe, "b0")
     plan = {"backend": suite.config["torch_backends"][backend], "threads": 1,
-            "measurement": MEASURE, "tolerances": suite.config["accuracy"],
+            "measurement": suite.config["skus"]["host"]["measurement"],
+            "tolerances": suite.config["accuracy"],
             "artifacts_dir": "unused"}
     return cases, plan
 

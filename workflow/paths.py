@@ -36,6 +36,9 @@ IREE_BATCH = RESULTS + "/iree/{sku}/{batch}.json"
 REPORT = RESULTS + "/report.json"
 # Interleaved A/B comparisons: one row per pair and workload, then all of them.
 AB_ROW = RESULTS + "/ab/{base}/{new}/{workload}.json"
+# Torch A/B rows: base and new are side labels (sku+backend+recipe), the workload is
+# `base+new` when the sides time two workloads (suite/pairs.py).
+AB_TORCH_ROW = RESULTS + "/ab_torch/{base}/{new}/{workload}.json"
 AB = RESULTS + "/ab.json"
 GATE = RESULTS + "/gate.json"
 # Rendered from REPORT (workflow.render); PEAK is the machine's measured matmul peak.
@@ -86,6 +89,7 @@ BF_RUN_LOG = LOGS + "/bench_files/run/{sku}/{benchmark}.log"
 BF_CASE_LOG = LOGS + "/bench_files/cases/{sku}/{benchmark}.log"
 REPORT_LOG = LOGS + "/report.log"
 AB_ROW_LOG = LOGS + "/ab/{base}/{new}/{workload}.log"
+AB_TORCH_ROW_LOG = LOGS + "/ab_torch/{base}/{new}/{workload}.log"
 AB_LOG = LOGS + "/ab.log"
 GATE_LOG = LOGS + "/gate.log"
 
@@ -103,6 +107,11 @@ def case_path(case) -> str:
 def ab_row_paths(pairs: dict) -> list[str]:
     """The A/B rows of suite.ab_pairs ({(base, new): [workload, ...]})."""
     return [AB_ROW.format(base=b, new=n, workload=w) for (b, n), ws in pairs.items() for w in ws]
+
+
+def torch_ab_row_paths(pairs: dict) -> list[str]:
+    """The torch A/B rows of suite.torch_ab_pairs ({(base, new, workload): pair})."""
+    return [AB_TORCH_ROW.format(base=b, new=n, workload=w) for b, n, w in pairs]
 
 
 def iree_batch_path(key: tuple[str, str]) -> str:

@@ -151,20 +151,32 @@ class Streaming:
     """A tool whose stdout is read line by line as it runs (a torch worker reports each
     case as it starts and ends), in a session of its own, so that kill() ends its
     children too; its stderr is appended to `log` (or dropped). The caller keeps the
-    time: readline() waits at most `timeout` seconds. Use it in a `with` block, which
-    kills what still runs at its end."""
+    time: readline() waits at most `timeout` seconds. With `commands`, the caller also
+    writes it lines (`send`: a long-lived A/B worker asked for one timed block at a time).
+    Use it in a `with` block, which kills what still runs at its end."""
 
-    def __init__(self, argv: list[str], *, log: str | None = None, env: dict | None = None):
+    def __init__(self, argv: list[str], *, log: str | None = None, env: dict | None = None,
+                 commands: bool = False):
         self._err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - __exit__
         try:
             self.proc = subprocess.Popen(
                 [str(a) for a in argv], stdout=subprocess.PIPE, stderr=self._err, text=True,
-                errors="replace", start_new_session=True, env={**os.environ, **(env or {})})
+                errors="replace", start_new_session=True, env={**os.environ, **(env or {})},
+                stdin=subprocess.PIPE if commands else None)
         except BaseException:
             self._close_log()
             raise
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def send(self, line: str) -> bool:
+        """Writes one line to its stdin; False when it no longer reads (it ended)."""
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: stdin already closed
+            return False
+        return True
 
     def readline(self, timeout: float) -> str | None:
         """The next line of its stdout; "" at its end; None when none came in `timeout` s."""

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, add_allow_inconclusive, gate_command
+from workflow.render import ab as ab_render
 from workflow.stages.gates import ab_gate
 from workflow.stats.enums import ABVerdict
 
@@ -37,15 +38,17 @@ def add_parser(sub) -> None:
 
 def line(row: dict) -> str:
     """One A/B row as a line: verdict, ratio and interval, p, rounds, seconds."""
-    head = f"{row['verdict'].upper():<13} {row['base']} -> {row['new']}  {row['workload']}"
+    head = (f"{row['verdict'].upper():<13} {row['base']} -> {row['new']}  "
+            f"{ab_render.workload_cell(row).replace('→', '->')}")
     if row["verdict"] == ABVerdict.FAILED:
         return f"{head}  ({row.get('failed_stage')}: {row.get('error')})"
     ci = row.get("ci95") or row.get("ci")
     interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[no interval]"
     mde = f"x{row['mde']:.3f}" if row.get("mde") else "none"
+    note = ab_render.protocol_note(row)
     return (f"{head}  x{row['ratio']:.3f} {interval} p={row['p_value']:.3g}  "
             f"{row['rounds']} rounds, {row['seconds']:.1f} s ({row['stop_reason']}), "
-            f"detectable {mde}")
+            f"detectable {mde}" + (f"; {note}" if note else ""))
 
 
 def run(args: argparse.Namespace) -> int:

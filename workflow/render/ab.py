@@ -16,13 +16,28 @@ EXPLANATION = (
     "shown over all looks of the sequential plan, so stopping early does not inflate "
     "false alarms; p is the exact sign test at the last look. *detectable* is the "
     "smallest slowdown these rounds would have flagged as a regression with 80 % power: "
-    "a no-difference or inconclusive row says nothing about smaller changes.")
+    "a no-difference or inconclusive row says nothing about smaller changes. A torch row "
+    "(sides sku+backend+recipe) alternates timed blocks of two long-lived workers, one "
+    "per side, each compiled once, with fresh workers every few rounds (shown).")
+
+
+def workload_cell(row: dict) -> str:
+    """The workload, or `base → new` for a torch pair of two workloads."""
+    w = row.get("workloads")
+    return f"{w['base']} → {w['new']}" if w else row["workload"]
+
+
+def protocol_note(row: dict) -> str:
+    """How a torch row was timed (blocks, fresh workers); nothing for IREE rows."""
+    if row.get("kind") != "torch":
+        return ""
+    return f"{row['block_s']:g} s blocks, fresh workers every {row['worker_rounds']} rounds"
 
 
 def _cells(row: dict) -> list[str]:
     pair = f"{row['base']} → {row['new']}"
     if row["verdict"] == ABVerdict.FAILED:
-        return ["**failed**", pair, row["workload"], "—",
+        return ["**failed**", pair, workload_cell(row), "—",
                 f"{row.get('failed_stage')}: {row.get('error')}", "—", "—", "—", "—", "—"]
     ci = row.get("ci95") or row.get("ci")
     interval = (f"[{ci[0]:.3f}, {ci[1]:.3f}] at {row['level']:.1%}" if ci and row.get("level")
@@ -30,8 +45,10 @@ def _cells(row: dict) -> list[str]:
     verdict = row["verdict"]
     if verdict in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT):
         verdict = f"**{verdict}**"
-    return [verdict, pair, row["workload"], f"×{row['ratio']:.3f}", interval,
-            f"{row['p_value']:.3g}", str(row["rounds"]), f"{row['seconds']:.1f}",
+    note = protocol_note(row)
+    rounds = f"{row['rounds']} ({note})" if note else str(row["rounds"])
+    return [verdict, pair, workload_cell(row), f"×{row['ratio']:.3f}", interval,
+            f"{row['p_value']:.3g}", rounds, f"{row['seconds']:.1f}",
             row["stop_reason"], f"×{row['mde']:.3f}" if row.get("mde") else "—"]
 
 

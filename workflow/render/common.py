@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from workflow.stats.enums import Status, Verdict
+from workflow.stats.speedup import CROSS_RUN, PAIRED
 
 EAGER = "torch-eager"
 INDUCTOR = "torch-inductor"
@@ -168,6 +170,75 @@ def speedups(case: dict) -> dict[str, float | None]:
     recompute it, so every format shows the number the record holds."""
     own = section(case, "speedup")
     return {"vs_eager": own.get("vs_eager"), "vs_baseline": own.get("vs_baseline")}
+
+
+def speedup_basis(case: dict, which: str) -> dict | None:
+    """What the case's speedup `which` (vs_eager, vs_baseline) is: the record's
+    speedup.basis entry; None where there is no speedup. A report written before
+    speedup.basis existed holds only ratios of medians: those are cross-run."""
+    own = section(case, "speedup")
+    if own.get(which) is None:
+        return None
+    return (own.get("basis") or {}).get(which) or {"kind": CROSS_RUN}
+
+
+def _seconds_between(first: str | None, second: str | None) -> float | None:
+    try:
+        return abs((datetime.fromisoformat(second) - datetime.fromisoformat(first))
+                   .total_seconds())
+    except (TypeError, ValueError):  # a time not recorded (null) or not ISO 8601
+        return None
+
+
+def duration_text(seconds: float) -> str:
+    """'<1 s', '42 s', '17 min', '2.5 h': how far apart two measurements were."""
+    if seconds < 1:
+        return "<1 s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def basis_text(basis: dict, spec: str = ".3g") -> str:
+    """'cross-run, 3 min apart' (how far apart the two sides were measured, where both
+    times are known), or 'paired [1.9, 2.1]' with the pair's interval."""
+    if basis.get("kind") == PAIRED:
+        ci = basis.get("ci95")
+        return (f"paired [{fmt(ci[0], spec)}, {fmt(ci[1], spec)}]" if ci
+                else "paired, no 95% interval")
+    gap = _seconds_between(basis.get("base_measured_at"), basis.get("case_measured_at"))
+    return CROSS_RUN + (f", {duration_text(gap)} apart" if gap is not None else "")
+
+
+def speedup_text(case: dict, which: str, spec: str = ".3g") -> str:
+    """'2.3× (cross-run, 3 min apart)', '2.3× (paired [2.2, 2.4])' or '—': every speedup
+    shown says what it is."""
+    basis = speedup_basis(case, which)
+    if basis is None:
+        return "—"
+    return f"{fmt(speedups(case)[which], spec)}× ({basis_text(basis, spec)})"
+
+
+def disturbed(case: dict) -> bool:
+    """Whether the case's kept invocations stayed disturbed by outside load."""
+    return bool(section(case, "timing").get("disturbed"))
+
+
+def disturbance_reason(case: dict) -> str:
+    """Why the case is disturbed, on one line."""
+    why = (section(case, "timing").get("disturbance") or {}).get("reason")
+    return " ".join((why or "disturbed by outside load (no reason recorded)").split())
+
+
+def flag_counts(cases: list[dict]) -> dict[str, int]:
+    """How many timed cases are noisy (CV of invocation medians above the SKU's noisy_cv)
+    and how many disturbed (outside load during their kept invocations)."""
+    timed = [x for x in cases if median_ms(x) is not None]
+    return {"timed": len(timed),
+            "noisy": sum(bool(section(x, "timing").get("noisy")) for x in timed),
+            "disturbed": sum(disturbed(x) for x in timed)}
 
 
 def percent_of_peak(case: dict, peak: dict | None) -> float | None:

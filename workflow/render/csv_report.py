@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from workflow.render import common as c
+from workflow.stats.speedup import CROSS_RUN
 
 # torchao's BenchmarkConfig.to_dict() + BenchmarkResult.to_dict() keys, in their order
 # (output_dir and the enable_* switches are torchao run settings with no meaning here).
@@ -31,6 +32,11 @@ def torchao_columns(case: dict, index: c.Index) -> dict:
     t = index.torchao_times(case)
     profile = c.section(case, "profile")
     memory = c.section(case, "memory")
+    speedups = {
+        "eager speedup on baseline": c.ratio(t["baseline_eager"], t["quantized_eager"]),
+        "compile speedup on baseline": c.ratio(t["baseline_compiled"], t["quantized_compiled"]),
+        "eager vs compile speedup": c.ratio(t["quantized_eager"], t["quantized_compiled"]),
+    }
     return {
         "name": case.get("group") or case["workload"],
         "quantization": case["recipe"],
@@ -44,14 +50,28 @@ def torchao_columns(case: dict, index: c.Index) -> dict:
         "quantized_model_eager_inference_time_in_ms": t["quantized_eager"],
         "baseline_model_compiled_inference_time_in_ms": t["baseline_compiled"],
         "quantized_model_compiled_inference_time_in_ms": t["quantized_compiled"],
-        "eager speedup on baseline": c.ratio(t["baseline_eager"], t["quantized_eager"]),
-        "compile speedup on baseline": c.ratio(t["baseline_compiled"], t["quantized_compiled"]),
-        "eager vs compile speedup": c.ratio(t["quantized_eager"], t["quantized_compiled"]),
+        **speedups,
         "profiler_json_path": profile.get("trace"),
         "memory_profile_path": profile.get("memory_snapshot"),
         "memory_visualization_path": None,
         "memory_stats": json.dumps(memory, sort_keys=True) if memory else None,
+        # Ours, not torchao's: its three speedups are ratios of medians of separately
+        # measured cases, and say so.
+        "torchao_speedups_basis": (CROSS_RUN if any(v is not None for v in speedups.values())
+                                   else None),
     }
+
+
+def basis_columns(case: dict, which: str) -> dict:
+    """What speedup `which` is: its kind (cross-run or paired), the case it is compared
+    with, when each side was measured (cross-run) and the 95 % interval (paired)."""
+    basis = c.speedup_basis(case, which) or {}
+    ci = basis.get("ci95") or [None, None]
+    return {f"speedup_{which}_{key}": value for key, value in (
+        ("basis", basis.get("kind")), ("base_id", basis.get("base_id")),
+        ("base_measured_at", basis.get("base_measured_at")),
+        ("case_measured_at", basis.get("case_measured_at")),
+        ("ci95_lo", ci[0]), ("ci95_hi", ci[1]))}
 
 
 def own_columns(case: dict, index: c.Index, peak: dict | None) -> dict:
@@ -74,9 +94,13 @@ def own_columns(case: dict, index: c.Index, peak: dict | None) -> dict:
         "min_ms": timing.get("min_ms"), "p90_ms": timing.get("p90_ms"), "cv": timing.get("cv"),
         "invocations": timing.get("invocations"), "repetitions": timing.get("repetitions"),
         "first_run_ms": timing.get("first_run_ms"), "noisy": timing.get("noisy"),
+        "disturbed": c.disturbed(case) if timing else None,
+        "disturbance_reason": c.disturbance_reason(case) if c.disturbed(case) else None,
+        "measured_at": timing.get("measured_at"),
         "eager_ms": index.eager_ms(case),
         "speedup_vs_eager": speedups["vs_eager"],
         "speedup_vs_baseline": speedups["vs_baseline"],
+        **basis_columns(case, "vs_eager"), **basis_columns(case, "vs_baseline"),
         "items_per_s": thr.get("items_per_s"), "gflops": thr.get("gflops"),
         "percent_of_peak": c.percent_of_peak(case, peak),
         "peak_bytes": mem.get("peak_bytes"), "memory_kind": mem.get("kind"),

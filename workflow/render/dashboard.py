@@ -116,8 +116,22 @@ def runner(prov: dict, case: dict | None = None) -> dict:
     }
 
 
-def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, str]]:
-    """(name, benchmark_values, target_value, unit) of every metric this case has.
+def basis_info(case: dict, which: str) -> dict[str, str]:
+    """A speedup metric's extra_info beyond its unit: what the speedup is (`basis`:
+    cross-run or paired), the case it is compared with, when each side was measured
+    (cross-run) or the pair's interval (paired)."""
+    basis = c.speedup_basis(case, which) or {}
+    ci = basis.get("ci95") or [None, None]
+    return strings({"basis": basis.get("kind"), "base_case_id": basis.get("base_id"),
+                    "base_measured_at": basis.get("base_measured_at"),
+                    "case_measured_at": basis.get("case_measured_at"),
+                    "ci95_lo": ci[0], "ci95_hi": ci[1], "level": basis.get("level"),
+                    "ab_row": basis.get("ab_row")})
+
+
+def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, dict]]:
+    """(name, benchmark_values, target_value, extra_info) of every metric this case has;
+    extra_info holds the unit, and a speedup's basis (`basis_info`).
     Latency carries every invocation median (the dashboard's 'multiple runs'); the golden
     median is its target, 0 where there is none (torchao's convention)."""
     timing, comp = c.section(case, "timing"), c.section(case, "compile")
@@ -128,19 +142,23 @@ def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, str]]
     out = []
     if timing and case.get("status") == Status.OK:  # a compile-only case claims no timing
         out.append(("latency median (ms)", timing["invocation_medians_ms"],
-                    golden.get("value_ms") or 0.0, "ms"))
+                    golden.get("value_ms") or 0.0, {"unit": "ms"}))
     candidates = (
-        ("compile time (s)", comp.get("seconds"), "s"),
-        ("dispatch count", comp.get("dispatch_count"), "count"),
-        ("binary size (bytes)", comp.get("binary_bytes"), "bytes"),
-        ("throughput (GFLOP/s)", thr.get("gflops"), "GFLOP/s"),
-        ("percent of peak (%)", c.percent_of_peak(case, peak), "%"),
-        ("speedup vs eager (x)", speedups["vs_eager"], "x"),
-        ("speedup vs baseline (x)", speedups["vs_baseline"], "x"),
-        ("peak memory (MB)", mem["peak_bytes"] / 1e6 if mem.get("peak_bytes") else None, "MB"),
-        ("accuracy (pcc)", acc.get("pcc"), "pcc"),
+        ("compile time (s)", comp.get("seconds"), {"unit": "s"}),
+        ("dispatch count", comp.get("dispatch_count"), {"unit": "count"}),
+        ("binary size (bytes)", comp.get("binary_bytes"), {"unit": "bytes"}),
+        ("throughput (GFLOP/s)", thr.get("gflops"), {"unit": "GFLOP/s"}),
+        ("percent of peak (%)", c.percent_of_peak(case, peak), {"unit": "%"}),
+        ("speedup vs eager (x)", speedups["vs_eager"],
+         {"unit": "x", **basis_info(case, "vs_eager")}),
+        ("speedup vs baseline (x)", speedups["vs_baseline"],
+         {"unit": "x", **basis_info(case, "vs_baseline")}),
+        ("peak memory (MB)", mem["peak_bytes"] / 1e6 if mem.get("peak_bytes") else None,
+         {"unit": "MB"}),
+        ("accuracy (pcc)", acc.get("pcc"), {"unit": "pcc"}),
     )
-    out += [(name, [value], 0.0, unit) for name, value, unit in candidates if value is not None]
+    out += [(name, [value], 0.0, extra) for name, value, extra in candidates
+            if value is not None]
     return out
 
 
@@ -167,6 +185,11 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
                 "case_id": case["id"], "suite": prov.get("suite_name"),
                 "config_hash": prov.get("config_hash"),
                 "noisy": c.section(case, "timing").get("noisy"),
+                # Outside load during its kept invocations: every metric of the case
+                # carries the flag, and the reason where it is set.
+                "disturbed": c.disturbed(case) if c.section(case, "timing") else None,
+                "disturbance_reason": (c.disturbance_reason(case) if c.disturbed(case)
+                                       else None),
                 "golden_verdict": c.section(case, "golden").get("verdict"),
                 "report_status": c.status(case),
                 # A compile-only case: the device it targets and why it was not timed.
@@ -186,13 +209,13 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
         }
         inputs = {"shape": {"dtype": case["dtype"],
                             "extra_info": strings({"shape": case.get("shape")})}}
-        for name, values, target, unit in metrics(case, peak):
+        for name, values, target, extra in metrics(case, peak):
             out.append({
                 "benchmark": benchmark, "model": model, "inputs": inputs,
                 "dependencies": deps, "runners": run,
                 "metric": {"name": name, "benchmark_values": [float(v) for v in values],
                            "target_value": float(target),
-                           "extra_info": {"unit": unit}},
+                           "extra_info": extra},
             })
     return out
 

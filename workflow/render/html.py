@@ -12,6 +12,21 @@ from workflow.stats.enums import Status
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
 Col = tuple[str, str, object]
+# The flag of a case whose measurement stayed disturbed by outside load: a word, styled
+# by the row's class, so that it shows without an emoji font.
+DISTURBED = "disturbed"
+
+
+def speedup(which: str):
+    """A speedup column's cell: (its value, which sorts, and the text, which says what
+    it is: '2.3 (cross-run, 3 min apart)' or '2.3 (paired [2.2, 2.4])')."""
+    def cell(x: dict) -> tuple[float, str] | None:
+        basis = c.speedup_basis(x, which)
+        if basis is None:
+            return None
+        value = c.speedups(x)[which]
+        return value, f"{c.fmt(value)} ({c.basis_text(basis, '.4g')})"
+    return cell
 
 
 def _columns(index: c.Index, peak: dict | None) -> list[Col]:
@@ -25,7 +40,8 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
 
     return [
         ("Status", "txt", lambda x: f"{c.SYMBOLS[c.status(x)]} {c.status(x)}"
-                                    + (f" ({x['stage']})" if x.get("stage") else "")),
+                                    + (f" ({x['stage']})" if x.get("stage") else "")
+                                    + (f" · {DISTURBED}" if c.disturbed(x) else "")),
         # The id is sku/backend/workload/recipe: its parts are the columns, so the table
         # stays narrow; the row's title and data-id carry the whole id.
         ("Workload", "txt", lambda x: x["workload"]),
@@ -38,8 +54,8 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
         ("95% CI ms", "txt", ci),
         ("CV", "num", timing("cv")),
         ("Eager ms", "num", index.eager_ms),
-        ("Speedup vs eager", "num", lambda x: c.speedups(x)["vs_eager"]),
-        ("Speedup vs baseline", "num", lambda x: c.speedups(x)["vs_baseline"]),
+        ("Speedup vs eager", "num", speedup("vs_eager")),
+        ("Speedup vs baseline", "num", speedup("vs_baseline")),
         ("GFLOP/s", "num", lambda x: c.section(x, "throughput").get("gflops")),
         ("% of peak", "num", lambda x: c.percent_of_peak(x, peak)),
         ("Compile s", "num", lambda x: c.section(x, "compile").get("seconds")),
@@ -50,7 +66,10 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
 
 
 def _cell(kind: str, value) -> tuple[str, str, str]:
-    """(kind, data-v, text): a number's data-v is its full value, which the sort reads."""
+    """(kind, data-v, text): a number's data-v is its full value, which the sort reads;
+    a (value, text) pair is a number shown with its own text."""
+    if kind == "num" and isinstance(value, tuple):
+        return kind, repr(float(value[0])), value[1]
     if kind == "num":
         raw = "" if value is None else repr(float(value))
         spec = ".6f" if isinstance(value, float) and 0.99 < value <= 1 else ".4g"
@@ -63,9 +82,12 @@ def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[list, l
     cols = _columns(index, peak)
     rows = []
     for x in c.ordered(cases):
-        why = c.error_summary(x.get("error")) or "; ".join(c.degraded_reasons(x))
+        whys = [c.error_summary(x.get("error")) or "; ".join(c.degraded_reasons(x)),
+                c.disturbance_reason(x) if c.disturbed(x) else ""]
+        why = "; ".join(w for w in whys if w)
         rows.append({
-            "classes": f"st-{c.status(x)}" + (" regression" if c.regressions(x) else ""),
+            "classes": f"st-{c.status(x)}" + (" regression" if c.regressions(x) else "")
+                       + (f" {DISTURBED}" if c.disturbed(x) else ""),
             "id": x["id"],
             "title": x["id"] + (f": {why}" if why else ""),
             "cells": [_cell(kind, fn(x)) for _, kind, fn in cols],
@@ -122,6 +144,9 @@ def render(report: dict, peak: dict | None = None) -> str:
         meta=meta(report, peak),
         cases=len(cases),
         counts=[(n[k], c.SYMBOLS[k], k) for k in c.SYMBOLS if n[k] or k == Status.OK],
+        flags=c.flag_counts(cases),
+        disturbed=[(x["id"], c.disturbance_reason(x)) for x in c.ordered(cases)
+                   if c.disturbed(x)],
         attention=attention(cases),
         skipped=[(x["id"], c.skip_reason(x)) for x in c.skipped(cases)],
         compile_only=[(x["id"], c.skip_reason(x)) for x in c.compile_only(cases)],

@@ -28,7 +28,10 @@ COLUMNS = (
                "or binary size); ✘ failed (the stage is named); ⊘ unsupported; ⏭ skipped; "
                "⚙ compile-only: compiled here (dispatches, binary size and compile time, "
                "judged against their goldens) but not run, its device being absent here "
-               "(listed with why; its time and accuracy are unsupported there)."),
+               "(listed with why; its time and accuracy are unsupported there). "
+               "⚠ disturbed after any of them: other processes took the CPUs while its "
+               "kept invocations ran, after the retakes the budget allowed (listed under "
+               "Disturbed with the reason): its time is partly the load's."),
     ("Aten ops before (unique)", "aten ops in the exported graph before any lowering; in "
                                  "parentheses the number of distinct ops."),
     ("IREE dispatches", "dispatches in the compiled IREE module (IREE cases only)."),
@@ -38,7 +41,12 @@ COLUMNS = (
     ("Backend ms [95% CI]", "this case's median latency in milliseconds, the median of its "
                             "invocation medians, and the 95% interval of that median "
                             "(none below 6 invocations, where no interval reaches 95%)."),
-    ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager."),
+    ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager. "
+                "*cross-run*: the ratio of two medians measured at different moments (how "
+                "far apart, where both times are known; the times and both case ids are in "
+                "report.json's `speedup.basis` and report.csv), so drift and outside load "
+                "between the two are in it; *paired*: the two sides measured interleaved "
+                "in one A/B job, with the 95% interval of the speedup."),
     ("Accuracy (PCC)", "Pearson correlation of the outputs with the fp32 eager reference "
                        "(1 is identical)."),
     ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
@@ -61,18 +69,24 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+# The flag of a case whose measurement stayed disturbed by outside load (its status
+# stays ok: the code ran fine, the machine did not).
+DISTURBED = "⚠ disturbed"
+
+
 def status_cell(case: dict) -> str:
     st = c.status(case)
     text = f"{c.SYMBOLS[st]} {st}"
     if st == Status.FAILED and case.get("stage"):
         text += f" ({case['stage']})"
+    if c.disturbed(case):
+        text += f" {DISTURBED}"
     return text
 
 
 def coverage_row(case: dict, index: c.Index) -> list[str]:
     graph, comp = c.section(case, "graph"), c.section(case, "compile")
     ops = (f"{graph['aten_ops']} ({graph['aten_ops_unique']})" if graph else "—")
-    speedup = c.speedups(case)["vs_eager"]
     # A section not measured (a compile-only case's time and accuracy) says so; the reason
     # is listed under Compile-only.
     timing = "⊘ unsupported" if c.not_measured(case, "timing") else c.interval_text(case)
@@ -82,7 +96,7 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
             case["backend"], case["recipe"], case["sku"], status_cell(case), ops,
             c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
             c.fmt(index.eager_ms(case)), timing,
-            c.fmt(speedup, ".3g") + ("×" if speedup is not None else ""),
+            c.speedup_text(case, "vs_eager"),
             pcc, c.verdict_text(case) + mde_text(case)]
 
 
@@ -122,14 +136,33 @@ def attention(cases: list[dict]) -> str:
                  "count, binary size and compile time judged against their goldens; not "
                  "run (no time, no accuracy) because their device is absent here:\n\n"
                  + "\n".join(lines))
-    return text
+    return text + disturbed_section(cases)
+
+
+def disturbed_section(cases: list[dict]) -> str:
+    """The disturbed cases with why: ok by status, but their times are partly the load's."""
+    found = [x for x in cases if c.disturbed(x)]
+    if not found:
+        return ""
+    lines = [f"- `{x['id']}`: {cell(c.disturbance_reason(x))}" for x in found]
+    return (f"\n\n### ⚠ Disturbed ({len(found)})\n\nCases whose kept invocations ran while "
+            "other processes took the CPUs, after the retakes the budget allowed: they ran "
+            "fine, but their times are partly the load's; measure them again on a quiet "
+            "machine:\n\n" + "\n".join(lines))
 
 
 def counts_line(cases: list[dict]) -> str:
     n = c.counts(cases)
     shown = ", ".join(f"{n[k]} {c.SYMBOLS[k]} {k}" for k in c.SYMBOLS
                       if n[k] or k == Status.OK)
-    return f"{len(cases)} cases: {shown}."
+    return f"{len(cases)} cases: {shown}." + flags_text(cases)
+
+
+def flags_text(cases: list[dict]) -> str:
+    """' Of 12 timed: 3 noisy, 1 ⚠ disturbed.' (nothing when none was timed)."""
+    f = c.flag_counts(cases)
+    return (f" Of {f['timed']} timed: {f['noisy']} noisy, {f['disturbed']} {DISTURBED}."
+            if f["timed"] else "")
 
 
 def model_key(case: dict) -> str:

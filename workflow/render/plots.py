@@ -39,7 +39,8 @@ def latency(cases: list[dict]) -> str | None:
                                                                            strict=True)]
     lo = [m - ci[0] for m, ci in zip(meds, cis, strict=True)]
     hi = [ci[1] - m for m, ci in zip(meds, cis, strict=True)]
-    colors = ["#c0392b" if c.status(x) == "degraded" else "#2c6fbb" for x in timed]
+    colors = ["#c0392b" if c.status(x) == c.DEGRADED else "#e67e22" if c.disturbed(x)
+              else "#2c6fbb" for x in timed]
     ax.errorbar(meds, ys, xerr=[lo, hi], fmt="none", ecolor="#777", capsize=3)
     ax.scatter(meds, ys, c=colors, zorder=3, s=18)
     ax.set_yticks(ys, [x["id"] for x in timed], fontsize=8)
@@ -56,16 +57,22 @@ class Heatmap:
     uri: str
 
 
+def _kinds(cells: list[dict], which: str) -> str:
+    """What the sweep's speedups are: 'cross-run', 'paired' or 'cross-run and paired'."""
+    kinds = {b["kind"] for b in (c.speedup_basis(x, which) for x in cells) if b}
+    return " and ".join(sorted(kinds))
+
+
 def _sweep_metric(cells: list[dict]) -> tuple[str, dict[str, float]] | None:
     """What a sweep's heatmap shows: the speedup over eager where any cell has one, else
     the speedup over baseline (non-baseline recipes), else achieved GFLOP/s."""
     by_id = {x["id"]: c.speedups(x) for x in cells}
     eager = {i: s["vs_eager"] for i, s in by_id.items() if s["vs_eager"] is not None}
     if eager and any(x["backend"] != c.EAGER for x in cells):
-        return "speedup vs torch-eager (×)", eager
+        return f"speedup vs torch-eager (×, {_kinds(cells, 'vs_eager')})", eager
     base = {i: s["vs_baseline"] for i, s in by_id.items() if s["vs_baseline"] is not None}
     if base and any(x["recipe"] != c.BASELINE for x in cells):
-        return "speedup vs baseline recipe (×)", base
+        return f"speedup vs baseline recipe (×, {_kinds(cells, 'vs_baseline')})", base
     gflops = {x["id"]: c.section(x, "throughput")["gflops"] for x in cells
               if c.section(x, "throughput").get("gflops") is not None}
     return ("achieved GFLOP/s (no speedup recorded)", gflops) if gflops else None

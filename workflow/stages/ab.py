@@ -12,72 +12,28 @@ the round or seconds budget is spent, without inflating the false-alarm rate.
 
 from __future__ import annotations
 
-import hashlib
-import math
 import random
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from workflow.backends.iree import tools as iree
 from workflow.errors import ConfigError, StageError
+from workflow.measure.pairs import interleave, seed_of
+from workflow.measure.plans import ab_plan
+from workflow.measure.protocol import Observation
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
-from workflow.stages.iree import _benchmark, sku_tool
-from workflow.stats import paired, sequential
+from workflow.stages.iree import _benchmark, iree_invocation, sku_tool
 from workflow.stats.enums import ABVerdict
 
 
-def plan_of(ab: dict) -> sequential.Plan:
-    """The suite's `ab` settings as a sequential plan."""
-    return sequential.Plan(min_rounds=ab["min_rounds"], max_rounds=ab["max_rounds"],
-                           alpha=ab["alpha"], target_rel_width=ab["target_rel_width"],
-                           margin=ab["margin"])
-
-
-def interleave(base: Callable[[], float], new: Callable[[], float], plan: sequential.Plan,
-               *, budget_s: float, seed: int, power: float = 0.8) -> dict:
-    """Measures rounds of (base, new) in a random order per round until the plan stops
-    or budget_s is spent; `base()` and `new()` each time one fresh invocation and return
-    its median in ms. Returns the paired result with the per-round times."""
-    rng = random.Random(seed)
-    base_ms: list[float] = []
-    new_ms: list[float] = []
-    orders = []
-    t0 = time.monotonic()
-    while True:
-        first_new = rng.random() < 0.5
-        orders.append("BA" if first_new else "AB")
-        if first_new:
-            n = new()
-            b = base()
-        else:
-            b = base()
-            n = new()
-        base_ms.append(b)
-        new_ms.append(n)
-        d = paired.log_ratios(base_ms, new_ms)
-        spent = time.monotonic() - t0
-        decision = sequential.decide(d, plan, sequential.PAIRED)
-        if not decision.stop and spent >= budget_s and len(d) >= plan.first_look:
-            decision = sequential.decide(d, plan, sequential.PAIRED, final_reason="time-budget")
-        if decision.stop:
-            break
-    result = sequential.paired_result(d, plan, decision, power).to_dict()
-    if not math.isfinite(result["mde"]):
-        result["mde"] = None  # too few rounds to detect any slowdown with that power
-    return {**result, "seconds": time.monotonic() - t0, "base_ms": base_ms,
-            "new_ms": new_ms, "orders": "".join(o[0] for o in orders),
-            "plan": plan.to_dict()}
-
-
-def _seed(*parts: str) -> int:
-    return int.from_bytes(hashlib.sha256("/".join(parts).encode()).digest()[:4], "big")
-
-
-def _invocation(argv: list[str], timeout: float, log: str) -> Callable[[], float]:
-    return lambda: _benchmark(argv, timeout, log).median_ms
+def _invocation(argv: list[str], timeout: float, log: str, m: dict,
+                seed: int) -> Callable[[], Observation]:
+    """One side's invocation: a fresh process, its layout randomized as the SKU's cases'
+    are (measure/layout.py), observed for disturbance."""
+    layout = random.Random(seed) if m["randomize_layout"] else None
+    return lambda: iree_invocation(argv, timeout, log, m, layout)
 
 
 def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
@@ -87,7 +43,7 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
     the SKU and the stage, never a lost pair."""
     from workflow.paths import COMPILE_META, COMPILE_VMFB, EXPORT_INPUTS, EXPORT_META
 
-    row = {"base": base, "new": new, "workload": workload}
+    row = {"base": base, "new": new, "workload": workload, "kind": "iree"}
     with open(log, "a") as fh:
         fh.write(f"A/B {base} -> {new} on {workload}\n")
     for sku in (base, new):
@@ -114,17 +70,17 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
             # pays page faults and caches that the rounds should not.
             for sku in (base, new):
                 _benchmark(argvs[sku], timeout, log)
-            measured = interleave(_invocation(argvs[base], timeout, log),
-                                  _invocation(argvs[new], timeout, log), plan_of(ab),
-                                  budget_s=ab["budget_s"], seed=_seed(base, new, workload))
+            seed = seed_of(base, new, workload)
+            measured = interleave(
+                _invocation(argvs[base], timeout, log, skus[base]["measurement"], seed),
+                _invocation(argvs[new], timeout, log, skus[new]["measurement"], seed + 1),
+                ab_plan(ab), budget_s=ab["budget_s"], seed=seed, max_retakes=ab["max_retakes"])
         except StageError as exc:
             result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": exc.stage,
                       "error": exc.message}
             write_json(out, result)
             return result
-    # ci95 only where the interval has that coverage (the plan's alpha may differ).
-    ci95 = measured["ci"] if (measured["level"] or 0) >= 0.95 else None
-    result = {**row, **measured, "ci95": ci95, "commands": argvs}
+    result = {**row, **measured, "commands": argvs}
     write_json(out, result)
     return result
 

@@ -119,9 +119,10 @@ def declares_pairs(configfile: Path):
     if not configfile.is_file():
         raise ConfigError([f"{configfile}: no such suite file"])
     suite = load([str(configfile)], {})
-    if not suite.ab_pairs:
+    if not suite.has_ab:
         raise ConfigError([f"{configfile}: ab_pairs: none declared; expected at least one "
-                           "{base, new} pair of SKUs (README, \"A/B comparisons\")"])
+                           "{base, new} pair of SKUs or torch sides (README, \"A/B "
+                           "comparisons\")"])
     return suite
 
 

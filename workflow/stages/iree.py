@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import tempfile
 import time
@@ -25,6 +26,9 @@ import numpy as np
 from workflow.backends.iree import tools as iree
 from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.errors import StageError
+from workflow.measure.disturbance import Probe
+from workflow.measure.layout import env_padding, fresh_module
+from workflow.measure.protocol import Observation, measure_one, timing_section
 from workflow.models.registry import tolerance_for
 from workflow.records.stage import StageResult
 from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
@@ -32,7 +36,6 @@ from workflow.stages import keys
 from workflow.stages.cases import write_case
 from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
-from workflow.stats import summary as stats
 from workflow.stats.accuracy import compare
 from workflow.stats.enums import Status
 
@@ -132,7 +135,9 @@ TOOLS = {"compile_tool": "iree-compile", "benchmark_tool": "iree-benchmark-modul
 def sku_tool(sku: dict, which: str) -> str:
     """The SKU's own build of an IREE tool (iree.compile_tool / iree.benchmark_tool),
     else the one installed beside benchflow: two builds of IREE become two SKUs."""
-    return sku["iree"].get(which) or tool_path(TOOLS[which])
+    if sku["iree"].get(which):
+        return sku["iree"][which]
+    return iree.benchmark_tool() if which == "benchmark_tool" else tool_path(TOOLS[which])
 
 
 def sku_compiler_version(sku: dict, log: str) -> str:
@@ -145,8 +150,9 @@ def sku_compiler_version(sku: dict, log: str) -> str:
     return " ".join(out.split())[:200] or "unknown"
 
 
-def _benchmark(argv: list[str], timeout: float, log: str) -> iree.BenchmarkRun:
-    proc = run_tool(argv, stage="run", timeout=timeout, log=log)
+def _benchmark(argv: list[str], timeout: float, log: str,
+               env: dict | None = None) -> iree.BenchmarkRun:
+    proc = run_tool(argv, stage="run", timeout=timeout, log=log, env=env)
     try:
         return iree.parse_benchmark_json(proc.stdout)
     except (ValueError, KeyError) as exc:
@@ -164,30 +170,48 @@ def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku
         with tempfile.TemporaryDirectory() as tmp:
             args = iree.write_input_files(inputs, dtypes, Path(tmp))
             return measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
-                           m, timeout, log, gate)
+                           m, timeout, log, gate, seed=vmfb)
 
     return run_stage("run", timing, [], [compile_meta], body)
 
 
+def iree_invocation(argv: list[str], timeout: float, log: str, m: dict,
+                    layout: random.Random | None = None) -> Observation:
+    """One fresh iree-benchmark-module process, observed for disturbance. With a
+    `layout` generator, the process maps a fresh copy of its module at a random path
+    and starts with a random environment size (measure/layout.py: a persistent layout
+    bias between identical modules becomes noise the interval covers)."""
+    env = None
+    with tempfile.TemporaryDirectory() as tmp:
+        if layout is not None:
+            argv = [f"--module={fresh_module(a[len('--module='):], Path(tmp), layout)}"
+                    if a.startswith("--module=") else a for a in argv]
+            env = env_padding(layout)
+        with Probe(m["disturbed_share"]) as probe:
+            run = _benchmark(argv, timeout, log, env)
+    return Observation(run.median_ms, run, probe.result())
+
+
 def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: str,
-            gate: dict | None = None) -> dict:
+            gate: dict | None = None, seed: str = "") -> dict:
     """The measurement protocol of one module (DESIGN.md): a first call of a fresh process,
-    then fresh-process invocations: m["invocations"] of them (twice as many when noisy),
-    or, when m["max_invocations"] is larger, as many as the sequential plan of
-    invocations() asks for. `argv_for(repetitions=, warmup_s=, min_time=)` builds the
-    iree-benchmark-module command. With the suite's `goldens` settings (`gate`), the
-    timing also holds the minimum detectable effect of the golden gate (mde_ratio)."""
+    then fresh-process invocations as measure/protocol.py decides (fixed or adaptive
+    counts, noisy reruns, retakes of disturbed invocations). `argv_for(repetitions=,
+    warmup_s=, min_time=)` builds the iree-benchmark-module command; `seed` the layout
+    randomization's (the case's id: reproducible). With the suite's `goldens` settings
+    (`gate`), the timing also holds the minimum detectable effect of the golden gate
+    (mde_ratio)."""
     # The first call of a fresh process, without warm-up: one iteration.
     first = _benchmark(argv_for(repetitions=1, warmup_s=0, min_time="1x"), timeout, log)
     argv = argv_for(repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
                     min_time=f"{m['min_time_s']:g}s")
-    runs, sampling = invocations(lambda: _benchmark(argv, timeout, log), m,
-                                 lambda r: r.median_ms)
-    medians = [r.median_ms for r in runs]
+    layout = random.Random(seed) if m["randomize_layout"] else None
+    member = measure_one(lambda: iree_invocation(argv, timeout, log, m, layout), m)
+    runs = [o.data for o in member.kept]
     # Peak RSS over this job's children, which are only the benchmark processes.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    timing_stats = {**stats.summarize(medians, m["noisy_cv"]), **sampling}
-    timing_stats["mde_ratio"] = gate_mde(timing_stats["cv"], len(medians), gate)
+    timing_stats = timing_section(member, m)
+    timing_stats["mde_ratio"] = gate_mde(timing_stats["cv"], len(runs), gate)
     timing_stats.update(
         repetitions=m["repetitions"], first_run_ms=first.median_ms,
         repetition_cv=[r.cv for r in runs],
@@ -224,48 +248,6 @@ def gate_mde(cv: float, n: int, gate: dict | None) -> float | None:
     mde = mde_two_sample(cv, n, n, alpha=gate["p_value"], power=0.8,
                          tolerance=gate["tolerance"])
     return mde if math.isfinite(mde) else None
-
-
-def invocations(invoke: Callable[[], object], m: dict, figure: Callable[[object], float]
-                ) -> tuple[list, dict]:
-    """Fresh-process invocations of one case and how their number was decided.
-
-    Fixed (max_invocations <= invocations): m["invocations"], and as many again when
-    their CV exceeds noisy_cv and rerun_noisy is set (DESIGN.md: noisy data alone may
-    not decide). Adaptive: a group-sequential plan (stats/sequential.py) from
-    `invocations` up to `max_invocations` rounds stops once the median's interval is
-    narrower than target_rel_width, or at the last look, or at the first look after
-    budget_s; the recorded interval is the plan's, which holds at its level however
-    the stop came about (a plain interval after a data-dependent stop would not)."""
-    from workflow.stats import sequential
-    from workflow.suite.load import sequential_plan
-
-    if m["max_invocations"] <= m["invocations"]:
-        runs = [invoke() for _ in range(m["invocations"])]
-        reruns = 0
-        if m["rerun_noisy"] and stats.cv([figure(r) for r in runs]) > m["noisy_cv"]:
-            runs += [invoke() for _ in range(m["invocations"])]
-            reruns = 1
-        return runs, {"noisy_reruns": reruns, "stop_reason": "fixed"}
-    plan = sequential_plan(m)
-    runs = []
-    t0 = time.monotonic()
-    while True:
-        runs.append(invoke())
-        xs = [figure(r) for r in runs]
-        decision = sequential.decide(xs, plan)
-        if (not decision.stop and len(xs) >= plan.first_look
-                and time.monotonic() - t0 >= m["budget_s"]):
-            decision = sequential.decide(xs, plan, final_reason="time-budget")
-        if decision.stop:
-            break
-    interval = [decision.lo, decision.hi] if decision.lo is not None else None
-    return runs, {"noisy_reruns": 0, "stop_reason": decision.reason,
-                  "ci95_ms": interval if (decision.level or 0) >= 0.95 else None,
-                  "ci_level": decision.level if interval else None,
-                  "sequential": {"looks": list(plan.looks), "alpha": plan.alpha,
-                                 "target_rel_width": plan.target_rel_width,
-                                 "budget_s": m["budget_s"], "method": sequential.METHOD}}
 
 
 def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,

@@ -139,6 +139,46 @@ def ab_batch_inputs(suite: Suite, base: str, new: str, workload: str) -> list[tu
             if key[0] in (base, new) and any(c.workload.id == workload for c in cases)]
 
 
+def speedup_ab_rows(suite: Suite) -> list[str]:
+    """The torch A/B rows that measure a speedup the report shows (a report input): a
+    pair of one SKU and workload whose base is the new side's baseline recipe on its
+    backend, or its recipe on torch-eager (stats/speedup.base_key). The report takes
+    such a speedup from the row, interleaved and with its interval, not from two batches
+    measured minutes apart."""
+    from workflow.paths import torch_ab_row_paths
+    from workflow.stats.speedup import base_key
+
+    def key(case) -> tuple[str, str, str, str]:
+        return case.sku, case.backend, case.workload.id, case.recipe
+
+    chosen = {}
+    for k, pair in suite.torch_ab_pairs.items():
+        new = dict(zip(("sku", "backend", "workload", "recipe"), key(pair.new.case),
+                       strict=True))
+        if key(pair.base.case) in (base_key(new, "vs_baseline"), base_key(new, "vs_eager")):
+            chosen[k] = pair
+    return torch_ab_row_paths(chosen)
+
+
+def torch_ab_plan(suite: Suite, base: str, new: str, workload: str) -> dict:
+    """What a torch A/B job measures (its params: a changed side reruns the pair): per
+    side its label, case (as a torch batch plans it), torch backend and SKU settings, and
+    the content its worker builds from (model sources, recipes' code, torch builds)."""
+    from workflow.stages.keys import torch_batch_content as content
+
+    pair = suite.torch_ab_pairs[(base, new, workload)]
+    sides = {}
+    for role, side in (("base", pair.base), ("new", pair.new)):
+        c = side.case
+        sides[role] = {"label": side.label, "side": side.to_dict(),
+                       "case": {"id": c.id, "identity": c.identity(),
+                                "workload": c.workload.spec(), "recipe": c.recipe},
+                       "backend": suite.config["torch_backends"][c.backend],
+                       "sku": sku_settings(suite, c.sku),
+                       "content": content([c.workload.spec()], suite.sku(c.sku))}
+    return {"workload": pair.workload, **sides}
+
+
 def iree_batch_content(suite: Suite, sku: str, batch: str) -> dict:
     """The content an IREE batch is made from, beyond its plan (model sources, tool builds):
     a rule param, so an edited model file reruns the batches of its cases and

@@ -36,18 +36,20 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from workflow.backends.iree import tools as iree
 from workflow.errors import StageError
+from workflow.measure.protocol import Observation, measure_one
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json
 from workflow.regression import gate
-from workflow.stages.iree import _benchmark
+from workflow.stages.iree import iree_invocation
 from workflow.stats import summary as stats
 from workflow.stats import verdict
 from workflow.stats.enums import Verdict
-from workflow.suite.defaults import gate_settings
+from workflow.suite.defaults import gate_settings, measurement_defaults, run_timeout_default
 
 
 @dataclass(frozen=True)
@@ -72,17 +74,6 @@ class Remeasured:
 
 class NotFeasible(Exception):
     """Why a case cannot be measured again here (its message says so)."""
-
-
-def schema_defaults() -> dict:
-    """The suite schema's defaults this module falls back on without a suite
-    (`benchflow check`): a SKU's measurement.noisy_cv and timeouts.run_s."""
-    from workflow.suite.schema import load_schema
-
-    s = load_schema()
-    return {"noisy_cv": s["$defs"]["sku"]["properties"]["measurement"]["properties"][
-                "noisy_cv"]["default"],
-            "run_s": s["properties"]["timeouts"]["properties"]["run_s"]["default"]}
 
 
 def run_stage_file(case: dict) -> str:
@@ -163,7 +154,8 @@ def fewest_invocations(n_golden: int | None, p_threshold: float) -> int:
 
 
 def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshold: float,
-                  invoke: Callable[[list[str]], float]) -> tuple[list[float], float]:
+                  invoke: Callable[[list[str]], Observation], m: dict
+                  ) -> tuple[list[float], float]:
     """New invocation medians of a case within share_s seconds, and the seconds spent.
 
     One untimed invocation first (a module not run for a while pays page faults and cold
@@ -189,7 +181,9 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
                     f"its share of the budget, {share_s:.1f} s, fits {max(fit, 0)} invocations "
                     f"of {each:.2f} s; p < {p_threshold:g} against "
                     f"{n_golden or 'a single golden number'} needs at least {needed}")
-            medians = [invoke(argv) for _ in range(fit)]
+            # A fixed count under the one protocol (disturbed invocations retaken).
+            fixed = {**m, "invocations": fit, "max_invocations": fit, "rerun_noisy": False}
+            medians = measure_one(lambda: invoke(argv), fixed).values
         except StageError as exc:
             raise NotFeasible(f"{exc.stage} failed: {exc.message}") from None
     return medians, time.monotonic() - start
@@ -198,7 +192,7 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
 def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict | None = None,
                            goldens_dir: str | Path | None = None, skus: dict | None = None,
                            timeout_s: float | None = None, log: str | None = None,
-                           invoke: Callable[[list[str]], float] | None = None
+                           invoke: Callable[[list[str]], Observation] | None = None
                            ) -> tuple[dict, list[Remeasured]]:
     """The report with its inconclusive IREE cases measured again and judged afresh,
     within budget_s seconds in all (shared evenly by the cases still to measure, so time
@@ -207,14 +201,13 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     gate_config: the suite's `goldens` settings; goldens_dir: judge against this
     directory's golden files (else the file each verdict came from); skus: the suite's
     SKU settings (a SKU's noisy_cv; else the schema's default), timeout_s: per
-    invocation (else the schema's timeouts.run_s); invoke(argv) -> median ms: for tests."""
+    invocation (else the schema's timeouts.run_s); invoke(argv) -> Observation: for
+    tests."""
     todo = [i for i, c in enumerate(report["cases"])
             if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE]
     if budget_s <= 0 or not todo:
         return report, []
-    defaults = schema_defaults()
-    timeout = timeout_s or defaults["run_s"]
-    invoke = invoke or (lambda argv: _benchmark(argv, timeout, log).median_ms)
+    timeout = timeout_s or run_timeout_default()
     p_threshold = gate_settings(gate_config).p_value
     cases = list(report["cases"])
     outcomes = []
@@ -227,15 +220,17 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
         try:
             if ref is None or not ref.median_ms:
                 raise NotFeasible("no golden time to judge new invocations against")
-            medians, seconds = measure_again(case, ref, share, p_threshold, invoke)
+            m = {**measurement_defaults(),
+                 **((skus or {}).get(case["sku"], {}).get("measurement") or {})}
+            medians, seconds = measure_again(
+                case, ref, share, p_threshold,
+                invoke or partial(iree_invocation, timeout=timeout, log=log, m=m), m)
         except NotFeasible as exc:
             outcomes.append(Remeasured(case["id"], Verdict.INCONCLUSIVE, None, str(exc)))
             continue
-        noisy_cv = ((skus or {}).get(case["sku"], {}).get("measurement", {})
-                    .get("noisy_cv", defaults["noisy_cv"]))
         timing = {**case["timing"], "invocation_medians_ms": medians,
                   "median_ms": statistics.median(medians),
-                  "noisy": stats.cv(medians) > noisy_cv}
+                  "noisy": stats.is_noisy(medians, m["noisy_cv"])}
         golden = gate.judged_again({**case, "timing": timing}, golden_file, gate_config)
         cases[i] = {**case, "golden": golden}
         outcomes.append(Remeasured(

@@ -17,7 +17,7 @@ from workflow.records.report import build_report, case_problem, validate_report
 from workflow.records.storage import read_json_file, write_json
 from workflow.regression.gate import golden_section
 from workflow.stats.enums import Status
-from workflow.stats.speedup import fill_speedups
+from workflow.stats.speedup import fill_paired, fill_speedups
 
 # The stage of a case whose record could not be used (absent, not JSON, not its own).
 RECORD_STAGE = "record"
@@ -65,13 +65,15 @@ def read_case(planned: dict) -> tuple[dict, bool]:
 
 def collect_cases(records: list[dict], unsupported: list[dict] = (),
                   golden_files: list[str] = (), gate: dict | None = None,
-                  skipped: list[dict] = (), damaged: list[dict] | None = None) -> list[dict]:
+                  skipped: list[dict] = (), damaged: list[dict] | None = None,
+                  ab_rows: list[str] = ()) -> list[dict]:
     """Case records of every measured case (`records`, planned: IREE and torch cases are
     judged here against their SKU's golden file, so that blessing never re-measures;
     benchmark files' cases were judged in their own case step), and the cases known
     unsupported or skipped while planning (recorded with their reasons, never dropped).
     A planned record that cannot be used is a failed case (read_case), and is added to
-    `damaged`."""
+    `damaged`. Speedups are ratios of the cases' medians, except where one of `ab_rows`
+    (torch A/B rows, plan.speedup_ab_rows) measured the two sides interleaved."""
     by_sku = {Path(g).stem: g for g in golden_files}
     cases = []
     for planned in records:
@@ -84,6 +86,7 @@ def collect_cases(records: list[dict], unsupported: list[dict] = (),
     cases += [unsupported_case(u["identity"], u["reason"]) for u in unsupported]
     cases += [skipped_case(u["identity"], u["reason"], u.get("provenance")) for u in skipped]
     fill_speedups(cases)
+    fill_paired(cases, [read_json_file(p) for p in ab_rows])
     return cases
 
 
@@ -117,7 +120,7 @@ def redo_damaged(damaged: list[dict], note: str) -> None:
 def aggregate(records: list[dict], out: str, *, unsupported: list[dict] = (),
               golden_files: list[str] = (), gate: dict | None = None,
               skipped: list[dict] = (), derived: list[str] = (), note: str | None = None,
-              **kwargs) -> dict:
+              ab_rows: list[str] = (), **kwargs) -> dict:
     """Writes the report of `records` (see collect_cases) to `out`, atomically: the
     previous report stays whole until the new one is complete and valid. The files made
     from the report alone (`derived`: report.md, ...) are removed first, so none of them
@@ -125,7 +128,7 @@ def aggregate(records: list[dict], out: str, *, unsupported: list[dict] = (),
     measured again by the next run (redo_damaged, with the damage note `note`)."""
     damaged: list[dict] = []
     cases = collect_cases(list(records), list(unsupported), list(golden_files), gate,
-                          list(skipped), damaged)
+                          list(skipped), damaged, list(ab_rows))
     report = build_report(cases, git_sha=git_sha("."), **kwargs)
     validate_report(report)
     for path in derived:

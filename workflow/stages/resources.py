@@ -209,6 +209,12 @@ def ab_mem_mb(workload, attempt: int = 1) -> int:
     return mem_request_mb("run", _fp32_weight_bytes(workload), attempt)
 
 
+def torch_ab_mem_mb(pair, attempt: int = 1) -> int:
+    """MiB for a torch A/B job: both sides' workers hold their model at once (a torch
+    batch's worker holds one; suite/pairs.TorchPair)."""
+    return 2 * torch_batch_mem_mb([pair.base.case.workload, pair.new.case.workload], attempt)
+
+
 def ab_runtime_min(ab: dict, timeouts: dict) -> int:
     """An A/B job stops at the first look after ab.budget_s; a look may come as late as
     max_rounds rounds (two invocations each, plus the two untimed first calls)."""

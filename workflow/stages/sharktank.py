@@ -13,7 +13,6 @@ workflow.benchfile.flags, re-exported here: rules import only stages and paths.
 from __future__ import annotations
 
 from workflow.backends.iree import tools as iree
-from workflow.backends.proc import tool_path
 from workflow.benchfile.flags import compile_flags, data_files, run_spec
 from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
@@ -32,13 +31,13 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
     run_sku = {**sku, "iree": {**sku["iree"], "device": spec["device"]}}
 
     def body():
-        tool = tool_path("iree-benchmark-module")
+        tool = iree.benchmark_tool()
         extra = [*spec["parameters"], *spec["benchmark_flags"]]
         out = stages.measure(
             lambda **kw: iree.benchmark_argv(tool, vmfb, spec["function"], spec["inputs"],
                                              run_sku, modules=list(modules), extra_flags=extra,
                                              **kw),
-            spec["measurement"], timeout, log)
+            spec["measurement"], timeout, log, seed=vmfb)
         return {**out, "device": spec["device"]}
 
     upstream = [compile_meta, *module_metas]

@@ -20,12 +20,14 @@ from pathlib import Path
 from workflow.backends.builds import interpreter_versions
 from workflow.backends.proc import Streaming, exit_reason, first_lines, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug
+from workflow.measure.disturbance import available_cpus
+from workflow.measure.protocol import Measured, Observation, measure, timing_section
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
 from workflow.records.storage import write_json
 from workflow.stages.members import write_files_members
-from workflow.stats import summary as stats
 from workflow.stats.enums import Status
+from workflow.stats.summary import median
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
@@ -102,48 +104,38 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     out = Path(out_dir)
     (out / "cases").mkdir(parents=True, exist_ok=True)
     m = sku["measurement"]
+    sku = with_threads(sku, log)
     plan = {"backend": backend, "threads": sku["torch"]["threads"], "measurement": m,
             "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
             "python": sku["torch"].get("python")}
     t0 = time.monotonic()
     char = run_pass(plan, "characterize", cases, timeout_per_case=timeout_per_case, log=log)
-    live = [c for c in cases if char[c["id"]].get("status") == Status.OK]
-    samples: dict[str, list[dict]] = {c["id"]: [] for c in live}
-    failures: dict[str, str] = {}
+    live = {c["id"]: c for c in cases if char[c["id"]].get("status") == Status.OK}
+    passes = 0
 
-    def invocations(subset: list[dict], n: int) -> None:
-        for _ in range(n):
-            subset = [c for c in subset if c["id"] not in failures]
-            if not subset:
-                return
-            res = run_pass(plan, "time", subset, timeout_per_case=timeout_per_case, log=log)
-            for cid, r in res.items():
-                if r.get("status") == Status.FAILED:
-                    failures[cid] = r["error"]
-                else:
-                    samples[cid].append(r)
+    def invocation(ids: list[str]) -> dict[str, Observation | str]:
+        """One worker pass: one invocation of every case still measuring."""
+        nonlocal passes
+        passes += 1
+        res = run_pass(plan, "time", [live[i] for i in ids],
+                       timeout_per_case=timeout_per_case, log=log)
+        return {i: r["error"] if r.get("status") == Status.FAILED
+                else Observation(r["median_ms"], r, r.get("disturbance")) for i, r in res.items()}
 
-    invocations(live, m["invocations"])
-    reruns: set[str] = set()
-    if m["rerun_noisy"]:
-        noisy = [c for c in live if c["id"] not in failures
-                 and stats.cv([s["median_ms"] for s in samples[c["id"]]]) > m["noisy_cv"]]
-        invocations(noisy, m["invocations"])  # twice the invocations in all, then decide
-        reruns = {c["id"] for c in noisy}
+    measured = measure(invocation, list(live), m)
     measure_s = time.monotonic() - t0
     interpreter = interpreter_provenance(plan["python"], log)
     records = []
     for case in cases:
-        results = torch_results(char[case["id"]], samples.get(case["id"], []),
-                                failures.get(case["id"]), m, case["identity"]["compile_mode"],
-                                noisy_reruns=int(case["id"] in reruns))
+        results = torch_results(char[case["id"]], measured.get(case["id"]), m,
+                                case["identity"]["compile_mode"])
         data = assemble(case["identity"], results,
                         {**torch_provenance(sku, char[case["id"]]), **interpreter})
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
-        "cases": [c["id"] for c in cases], "seconds": measure_s,
-        "worker_passes": 1 + m["invocations"] + (m["invocations"] if reruns else 0)})
+        "cases": [c["id"] for c in cases], "seconds": measure_s, "threads": plan["threads"],
+        "worker_passes": 1 + passes})
     # Beside the batch directory: what the Snakefile checks before the next run.
     write_files_members(out_dir, {c["id"]: str(out / "cases" / f"{c['identity']['workload']}.json")
                                   for c in cases})
@@ -166,11 +158,12 @@ def interpreter_provenance(python: str | None, log: str | None) -> dict:
             "torchao_version": versions.get("torchao")}
 
 
-def torch_results(char: dict, samples: list[dict], failure: str | None, m: dict,
-                  compile_mode: str | None, noisy_reruns: int = 0) -> list[StageResult]:
+def torch_results(char: dict, measured: Measured | None, m: dict,
+                  compile_mode: str | None) -> list[StageResult]:
     """A torch case's stage results for the one case assembler: `characterize` (graph,
     accuracy, memory, profile, torch.compile's first call), then `run` (the timing
-    statistics of its invocations). Failures of either are recorded at stage `run`."""
+    statistics of its invocations, measure/protocol.py's). Failures of either are
+    recorded at stage `run`."""
     status = char.get("status")
     if status == Status.UNSUPPORTED:
         return [StageResult("characterize", Status.UNSUPPORTED, error=char["reason"])]
@@ -182,16 +175,31 @@ def torch_results(char: dict, samples: list[dict], failure: str | None, m: dict,
         data["compile"] = {"seconds": char["compile_seconds"], "dispatch_count": None,
                            "binary_bytes": None, "flags": [f"mode={compile_mode}"]}
     results = [StageResult("characterize", data=data)]
-    if failure:
-        return [*results, StageResult("run", Status.FAILED, "run", failure)]
-    timing = stats.summarize([s["median_ms"] for s in samples], m["noisy_cv"])
+    if measured.error:
+        return [*results, StageResult("run", Status.FAILED, "run", measured.error)]
+    samples = [o.data for o in measured.kept]
+    timing = timing_section(measured, m)
     phases = None
     if samples and "phases_ms" in samples[0]:
-        phases = {k: stats.median([s["phases_ms"][k] for s in samples])
+        phases = {k: median([s["phases_ms"][k] for s in samples])
                   for k in samples[0]["phases_ms"]}
     # torch has no --benchmark_repetitions: its timed calls per invocation are their own field.
     timing.update(repetitions=None,
-                  calls_per_invocation=int(stats.median([s["iterations"] for s in samples])),
-                  first_run_ms=char["first_run_ms"], noisy_reruns=noisy_reruns,
-                  phases_ms=phases)
+                  calls_per_invocation=int(median([s["iterations"] for s in samples])),
+                  first_run_ms=char["first_run_ms"], phases_ms=phases)
     return [*results, StageResult("run", data={"timing": timing})]
+
+
+def with_threads(sku: dict, log: str | None) -> dict:
+    """The SKU with its torch thread count decided: `threads: 0` is what the machine can
+    give the timed process now (the CPUs it may run on, less those other processes use;
+    measure/disturbance.available_cpus), so that two threads do not stall at barriers
+    on a machine whose other core is taken. The count used is the one recorded."""
+    if sku["torch"]["threads"]:
+        return sku
+    threads, share = available_cpus()
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"torch threads: {threads} (other processes used "
+                     f"{'an unknown share' if share is None else f'{share:.0%}'} of the CPUs)\n")
+    return {**sku, "torch": {**sku["torch"], "threads": threads}}

@@ -15,11 +15,14 @@ machine cancels in the ratio of a round. The unit is the round: d_i = log(new_i 
   p = min(1, 2 P(Binom(n, 1/2) <= min(#{d <= 0}, #{d >= 0}))), which is scipy's
   binomtest when there are no ties.
 - verdict with a practical margin m and the interval [lo, hi] of the ratio:
-  "regression" when lo > 1 and ratio >= 1 + m; "improvement" when hi < 1 and
-  ratio <= 1 / (1 + m); "no-difference" when [lo, hi] lies within [1/(1+m), 1+m] (an
-  equivalence test: two one-sided tests at (1 - L) / 2 each); else "inconclusive".
-  Under no change (true ratio 1) a false "regression" needs lo > 1, which happens
-  with probability <= (1 - L) / 2 <= alpha / 2.
+  "regression" when the whole interval lies beyond the margin, lo > 1 + m;
+  "improvement" when hi < 1 / (1 + m); "no-difference" when [lo, hi] lies within
+  [1/(1+m), 1+m] (an equivalence test: two one-sided tests at (1 - L) / 2 each); else
+  "inconclusive". A false "regression" needs lo > 1 + m while the true ratio is at most
+  1 + m, which happens with probability <= (1 - L) / 2 <= alpha / 2; for identical code
+  the margin adds room for what randomization cannot remove (issue 22: "lo > 1 and
+  ratio >= 1 + m" called an interval [1.003, 1.219] around x1.015 under load a
+  regression, though the margin was 1 %).
 """
 
 from __future__ import annotations
@@ -75,9 +78,9 @@ def classify(ratio: float, ci: tuple[float, float] | None, margin: float = 0.01)
         return INCONCLUSIVE
     lo, hi = ci
     top = 1 + margin
-    if lo > 1 and ratio >= top:
+    if lo > top:
         return REGRESSION
-    if hi < 1 and ratio <= 1 / top:
+    if hi < 1 / top:
         return IMPROVEMENT
     if 1 / top <= lo and hi <= top:
         return NO_DIFFERENCE
@@ -91,21 +94,12 @@ def robust_sigma(d: Sequence[float]) -> float:
 
 
 def _detect_probability(delta: float, n: int, k: int, sigma: float, c: float) -> float:
-    """P(d_(k) > 0 and median(d) >= c) for n i.i.d. N(delta, sigma^2) log ratios.
-
-    Exact for odd n: with a = #{d <= 0} and b = #{0 < d < c} the two conditions are
-    a <= k - 1 and a + b <= h, h = (n - 1) / 2, a trinomial count. For even n the
-    median (mean of the middle two) >= c lies between d_(n/2) >= c (h = n/2 - 1) and
-    d_(n/2+1) >= c (h = n/2): the average of the two probabilities is taken."""
+    """P(d_(k) > c) for n i.i.d. N(delta, sigma^2) log ratios: the lower end of the
+    interval beyond the margin, which is the whole regression rule (the median is then
+    beyond it too). Exact: fewer than k of the n rounds at or below c."""
     from scipy.stats import binom, norm
 
-    p0 = norm.cdf(-delta / sigma)                     # P(d <= 0)
-    pc = norm.cdf((c - delta) / sigma)                # P(d < c) >= p0
-    i = np.arange(k)                                  # a = 0 .. k-1
-    q = 0.0 if p0 >= 1 else min(1.0, max(0.0, (pc - p0) / (1 - p0)))
-    hs = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
-    pa = binom.pmf(i, n, p0)
-    return float(np.mean([np.sum(pa * binom.cdf(h - i, n - i, q)) for h in hs]))
+    return float(binom.cdf(k - 1, n, norm.cdf((c - delta) / sigma)))
 
 
 def mde_paired_n(n: int, sigma: float, alpha: float = 0.05, power: float = 0.8,
@@ -117,10 +111,10 @@ def mde_paired_n(n: int, sigma: float, alpha: float = 0.05, power: float = 0.8,
     Model: d ~ N(log r, sigma^2). The detection probability is then computed exactly
     from binomial counts of the order statistics (_detect_probability), so the
     discreteness of the order-statistic interval (its exact level) is accounted for;
-    for large n it tends to the usual formula
-    log r = (z_{1-alpha/2} + z_power) * sqrt(pi/2) * sigma / sqrt(n) (sqrt(pi/2): the
-    median's, i.e. the sign test's, efficiency relative to the mean under normality),
-    or log(1 + m) + z_power * sqrt(pi/2) * sigma / sqrt(n) when the margin binds."""
+    for large n it tends to the usual formula shifted by the margin,
+    log r = log(1 + m) + (z_{1-alpha/2} + z_power) * sqrt(pi/2) * sigma / sqrt(n)
+    (sqrt(pi/2): the median's, i.e. the sign test's, efficiency relative to the mean
+    under normality)."""
     from scipy.optimize import brentq
 
     if not 0 < power < 1:

@@ -99,6 +99,11 @@ def median_ci_level(n: int, confidence: float = 0.95) -> float:
     return r[1] if r else 1 - 2.0 ** (1 - n)
 
 
+def is_noisy(invocation_medians_ms: Sequence[float], noisy_cv: float) -> bool:
+    """The protocol's one noisy rule: a CV of invocation medians above noisy_cv."""
+    return cv(invocation_medians_ms) > noisy_cv
+
+
 def summarize(invocation_medians_ms: Sequence[float], noisy_cv: float) -> dict:
     """The `timing` statistics of a case record from its invocation medians.
 
@@ -116,5 +121,5 @@ def summarize(invocation_medians_ms: Sequence[float], noisy_cv: float) -> dict:
         "ci_level": iv[2] if iv else None,  # the exact coverage of ci95_ms (>= 0.95)
         "invocations": len(xs),
         "invocation_medians_ms": xs,
-        "noisy": c > noisy_cv,
+        "noisy": is_noisy(xs, noisy_cv),
     }

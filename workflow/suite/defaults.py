@@ -21,3 +21,14 @@ def gate_settings(goldens: dict | None = None) -> Settings:
     all), each one left out at the suite schema's default."""
     g = goldens or {}
     return Settings(**{f.name: g.get(f.name, goldens_default(f.name)) for f in fields(Settings)})
+
+
+def measurement_defaults() -> dict:
+    """The suite schema's defaults of a SKU's `measurement` section."""
+    props = load_schema()["$defs"]["sku"]["properties"]["measurement"]["properties"]
+    return {k: v["default"] for k, v in props.items()}
+
+
+def run_timeout_default() -> float:
+    """The suite schema's default of timeouts.run_s."""
+    return load_schema()["properties"]["timeouts"]["properties"]["run_s"]["default"]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from workflow.backends.torch.recipes import parse, static_reason
 from workflow.errors import ConfigError
+from workflow.measure.plans import ab_plan, invocation_plan
 from workflow.models.registry import all_models
 from workflow.suite import shapes as shape_generators
 from workflow.suite.schema import read_yaml, validate_suite
@@ -97,6 +98,8 @@ class Suite:
     iree_batches: dict[tuple[str, str], list[Case]] = field(default_factory=dict)
     # (base SKU, new SKU) -> the IREE workloads both measure: one A/B job each
     ab_pairs: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # (base label, new label, workload) -> suite.pairs.TorchPair: one torch A/B job each
+    torch_ab_pairs: dict[tuple[str, str, str], object] = field(default_factory=dict)
     # The selected sharktank-format benchmark files (a benchfiles.Selection), attached
     # by benchfiles.attach when the suite runs or is listed.
     benchmark_files: object | None = None
@@ -124,6 +127,11 @@ class Suite:
 
     def iree_workloads(self) -> dict[str, Workload]:
         return {c.workload.id: c.workload for c in self.iree_cases}
+
+    @property
+    def has_ab(self) -> bool:
+        """Whether the suite has A/B pairs of either kind (then `all` builds ab.json)."""
+        return bool(self.ab_pairs or self.torch_ab_pairs)
 
     def torch_batch(self, sku: str, backend: str, recipe: str, batch: str) -> list[Case]:
         return self.torch_batches[(sku, backend, recipe, batch)]
@@ -379,28 +387,9 @@ def _add_cases(ex: _Expansion, entry: dict, w: Workload, axes: _Axes, here: str,
 def _pair_skus(suite: Suite, source: str) -> list[str]:
     """suite.ab_pairs from the suite's ab_pairs, or the problems with them, and those of
     the SKU settings A/B pairs and adaptive invocations rely on (tools, plans)."""
-    problems = []
-    for i, pair in enumerate(suite.config["ab_pairs"]):
-        for role in ("base", "new"):
-            if pair[role] not in suite.config["skus"]:
-                problems.append(f"{source}: ab_pairs[{i}].{role}: unknown SKU {pair[role]!r}; "
-                                f"expected one of {sorted(suite.config['skus'])}")
-        key = (pair["base"], pair["new"])
-        if pair["base"] == pair["new"]:
-            problems.append(f"{source}: ab_pairs[{i}]: base and new are both {pair['base']!r}; "
-                            "expected two SKUs (an A/A check: two SKUs with the same settings)")
-        elif key in suite.ab_pairs:
-            problems.append(f"{source}: ab_pairs[{i}]: the pair {key[0]} -> {key[1]} is "
-                            "listed twice; expected each pair once")
-        if problems:
-            continue
-        base = {c.workload.id for c in suite.iree_cases if c.sku == key[0]}
-        workloads = [c.workload.id for c in suite.iree_cases
-                     if c.sku == key[1] and c.workload.id in base]
-        if not workloads:
-            problems.append(f"{source}: ab_pairs[{i}]: SKUs {key[0]!r} and {key[1]!r} measure "
-                            "no IREE workload in common; expected at least one")
-        suite.ab_pairs[key] = workloads
+    from workflow.suite.pairs import pair_problems
+
+    problems = pair_problems(suite, source)
     m_problems = []
     for name, sku in suite.config["skus"].items():
         tools = [("iree", "compile_tool"), ("iree", "benchmark_tool"), ("torch", "python")]
@@ -412,26 +401,16 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
         m = sku["measurement"]
         if m["max_invocations"] > m["invocations"]:
             try:
-                sequential_plan(m)
+                invocation_plan(m)
             except ValueError as exc:
                 m_problems.append(f"{source}: skus.{name}.measurement.max_invocations: {exc}")
     ab = suite.config["ab"]
-    if suite.ab_pairs:
+    if suite.has_ab:
         try:
-            from workflow.stats.sequential import Plan
-
-            Plan(min_rounds=ab["min_rounds"], max_rounds=ab["max_rounds"], alpha=ab["alpha"])
+            ab_plan(ab)
         except ValueError as exc:
             m_problems.append(f"{source}: ab.max_rounds: {exc}")
     return problems + m_problems
-
-
-def sequential_plan(m: dict):
-    """The sequential plan of a SKU's adaptive invocations (stages/iree.invocations)."""
-    from workflow.stats.sequential import Plan
-
-    return Plan(min_rounds=m["invocations"], max_rounds=m["max_invocations"], alpha=0.05,
-                target_rel_width=m["target_rel_width"])
 
 
 def _batch_torch_cases(suite: Suite) -> None:

@@ -1,10 +1,11 @@
 """Torch measurements, run in a fresh worker process per pass (see torch_stage.py).
 
-    python -m workflow.backends.torch.worker PLAN_JSON characterize|time
+    python -m workflow.backends.torch.worker PLAN_JSON characterize|time|serve
 
 A plan is a batch of cases sharing SKU, backend and recipe. Each case prints a "start"
 line, then a "result" line, as JSON on stdout, so that the parent can enforce a
-per-case deadline and lose at most the case that hung or crashed.
+per-case deadline and lose at most the case that hung or crashed. `serve` is one side of
+a torch A/B pair: one case, prepared once, timed block by block on request (`serve`).
 
 `characterize` runs once per batch: support checks, accuracy against the fp32 eager
 reference, SQNR against the unquantized module, graph statistics, compile time,
@@ -33,6 +34,7 @@ from workflow.backends.torch.recipes import (
     torchao_kernels_loaded,
 )
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
+from workflow.measure.disturbance import Probe
 from workflow.models.registry import get_model, load_model_files, tolerance_for
 from workflow.stats.enums import Status
 
@@ -359,13 +361,11 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
     return profile
 
 
-def time_case(case: dict, backend: dict, plan: dict) -> dict:
-    """One invocation of one case: warm-up, then the steady state."""
+def _prepare_warm(case: dict, backend: dict, plan: dict) -> tuple[Prepared, int]:
+    """A case's module built, compiled and warmed up; also the warm-up calls it took."""
     import torch
-    import torch.utils.benchmark as tb
 
-    w = case["workload"]
-    device, _ = probe_device(w["device"], case["recipe"])
+    device, _ = probe_device(case["workload"]["device"], case["recipe"])
     torch.set_num_threads(plan["threads"])
     m = plan["measurement"]
     prepared = Prepared(case, backend, device)
@@ -374,23 +374,83 @@ def time_case(case: dict, backend: dict, plan: dict) -> dict:
         prepared.call()
         calls += 1
     sync(device)
+    return prepared, calls
+
+
+def timed_block(prepared: Prepared, threads: int, min_run_time: float) -> dict:
+    """One timed block of a warm module: torch.utils.benchmark's blocked_autorange
+    (inference) or training steps with each phase timed, for at least min_run_time s."""
+    import torch.utils.benchmark as tb
+
     if prepared.mode == "training":
         phases: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
         totals = []
         start = time.perf_counter()
-        while time.perf_counter() - start < m["torch_min_run_time_s"] or len(totals) < 3:
+        while time.perf_counter() - start < min_run_time or len(totals) < 3:
             step = prepared.train_step()
             for k, v in step.items():
                 phases[k].append(v)
             totals.append(sum(step.values()))
         return {"median_ms": statistics.median(totals), "iterations": len(totals),
-                "phases_ms": {k: statistics.median(v) for k, v in phases.items()},
-                "warmup_calls": calls}
-    timer = tb.Timer(stmt="fn()", globals={"fn": prepared.forward},
-                     num_threads=plan["threads"])
-    measured = timer.blocked_autorange(min_run_time=m["torch_min_run_time_s"])
-    return {"median_ms": measured.median * 1e3, "iterations": measured.number_per_run
-            * len(measured.times), "warmup_calls": calls}
+                "phases_ms": {k: statistics.median(v) for k, v in phases.items()}}
+    timer = tb.Timer(stmt="fn()", globals={"fn": prepared.forward}, num_threads=threads)
+    measured = timer.blocked_autorange(min_run_time=min_run_time)
+    return {"median_ms": measured.median * 1e3,
+            "iterations": measured.number_per_run * len(measured.times)}
+
+
+def time_case(case: dict, backend: dict, plan: dict) -> dict:
+    """One invocation of one case: warm-up, then the steady state."""
+    prepared, calls = _prepare_warm(case, backend, plan)
+    block = observed_block(prepared, plan, plan["measurement"]["torch_min_run_time_s"])
+    return {**block, "warmup_calls": calls}
+
+
+def observed_block(prepared: Prepared, plan: dict, seconds: float) -> dict:
+    """timed_block, observed for outside load in this process (the timed block runs
+    here, on this process's threads: measure/disturbance.Probe timed="self"): the
+    block's figures, its CPU and wall seconds, and what disturbed it."""
+    with Probe(plan["measurement"]["disturbed_share"], timed="self") as probe:
+        block = timed_block(prepared, plan["threads"], seconds)
+    seen = probe.result()
+    return {**block, "cpu_s": seen["cpu_s"], "wall_s": seen["wall_s"], "disturbance": seen}
+
+
+def serve(plan: dict, commands=sys.stdin) -> None:
+    """A long-lived worker of an A/B pair (stages/ab_torch.py): the plan's one case is
+    prepared once (built, quantized, compiled, warmed up), then each "time" line read from
+    `commands` runs one timed block of plan["block_s"] seconds. Lines on stdout: "start",
+    then "ready" (or a "result" saying why the case cannot run, and the end), then one
+    "block" per command: its median, iterations, the CPU seconds (every thread of this
+    process) and wall seconds of the block, and what disturbed it (observed here, as
+    time_case does: the timed block runs on this process's threads)."""
+    case = plan["cases"][0]
+    emit("start", case["id"])
+    w = case["workload"]
+    device, why = probe_device(w["device"], case["recipe"])
+    why = why or device_reason(parse(case["recipe"]), device=device, dtype=w["dtype"])
+    if why:
+        emit("result", case["id"], result={"status": Status.UNSUPPORTED, "reason": why})
+        return
+    try:
+        prepared, calls = _prepare_warm(case, plan["backend"], plan)
+    except Unsupported as exc:
+        emit("result", case["id"], result={"status": Status.UNSUPPORTED, "reason": str(exc)})
+        return
+    emit("ready", case["id"], warmup_calls=calls)
+    for line in commands:
+        if line.strip() != "time":
+            raise ValueError(f"serve: unknown command {line.strip()!r}; expected 'time'")
+        emit("block", case["id"], result=observed_block(prepared, plan, plan["block_s"]))
+
+
+def _failed(exc: Exception) -> dict:
+    """A case's exception as its failed result; benchflow's own bug ends the worker with
+    OWN_BUG_EXIT instead (the parent fails the job: errors.OwnBug)."""
+    traceback.print_exc(file=sys.stderr)
+    if raised_in_own_code(exc):
+        sys.exit(OWN_BUG_EXIT)
+    return {"status": Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def main(argv: list[str]) -> None:
@@ -399,17 +459,19 @@ def main(argv: list[str]) -> None:
     faulthandler.enable(file=sys.stderr)
     plan_path, pass_name = argv
     plan = json.loads(Path(plan_path).read_text())
+    if pass_name == "serve":
+        try:
+            serve(plan)
+        except Exception as exc:
+            emit("result", plan["cases"][0]["id"], result=_failed(exc))
+        return
     fn = characterize if pass_name == "characterize" else time_case
     for case in plan["cases"]:
         emit("start", case["id"])
         try:
             result = fn(case, plan["backend"], plan)
         except Exception as exc:
-            traceback.print_exc(file=sys.stderr)
-            if raised_in_own_code(exc):
-                # Our bug, not the case's: the parent fails the job (errors.OwnBug).
-                sys.exit(OWN_BUG_EXIT)
-            result = {"status": Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
+            result = _failed(exc)
         emit("result", case["id"], result=result)
 
 

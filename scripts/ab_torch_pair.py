@@ -1,0 +1,10 @@
+# Adapter: Snakemake rule `ab_torch_pair` -> workflow.stages.ab_torch.compare_torch_pair.
+from workflow.stages.ab_torch import compare_torch_pair
+
+compare_torch_pair(
+    pair=snakemake.params.pair,
+    ab=snakemake.params.ab,
+    timeout=snakemake.config["timeouts"]["run_s"],
+    out=snakemake.output.row,
+    log=snakemake.log[0],
+)

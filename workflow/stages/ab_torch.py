@@ -1,0 +1,185 @@
+"""Interleaved A/B comparison of two torch sides on one workload (or one workload each):
+recipe vs baseline, compile mode vs eager, one torch build vs another (DESIGN.md, "A/B
+pairs").
+
+A fresh process per invocation, as IREE pairs have, would pay torch's import and
+torch.compile's compilation before every timed block. Instead each side has a
+long-lived worker (backends/torch/worker.py `serve`): built, quantized, compiled and
+warmed up once, then asked for one timed block at a time. The two workers' blocks
+alternate in rounds, in the seeded random order of measure/pairs.interleave, so load
+and drift hit both sides and cancel in the round's ratio. One process's luck (its
+memory layout, its compiled code, its thread placement) would then be in every round of
+its side and cancel in none: so both workers are replaced by fresh ones every
+`ab.torch_worker_rounds` rounds, and the rounds sample the differences between processes
+too. The worker observes each block for outside load (measure/disturbance.Probe, with
+its own CPU time as the timed process's), and a disturbed round is retaken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workflow.backends.proc import Streaming, exit_reason, first_lines, python_env
+from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError
+from workflow.measure.pairs import interleave, seed_of
+from workflow.measure.plans import ab_plan
+from workflow.measure.protocol import Observation
+from workflow.records.storage import write_json
+from workflow.stages.torch import with_threads
+from workflow.stats.enums import ABVerdict
+
+WORKER = "workflow.backends.torch.worker"
+ROLES = ("base", "new")
+
+
+class _Worker:
+    """One side's long-lived worker: started and prepared on construction (stage
+    `prepare`), then one timed block per `block()` (stage `time`). A worker that fails,
+    crashes or outlives `timeout` raises StageError naming the side; one that exits
+    OWN_BUG_EXIT (benchflow's own bug) raises OwnBug, failing the job."""
+
+    def __init__(self, label: str, plan: dict, *, timeout: float, log: str):
+        self.label, self.timeout, self.log = label, timeout, log
+        python = plan.get("python") or sys.executable
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            json.dump(plan, fh)
+            self._plan_file = fh.name
+        self._proc = Streaming([python, "-m", WORKER, self._plan_file, "serve"], log=log,
+                               env=python_env(python), commands=True)
+        try:
+            self.warmup_calls = self._expect("ready", "prepare")["warmup_calls"]
+        except BaseException:
+            self.close()
+            raise
+
+    def block(self) -> dict:
+        """One timed block: {median_ms, iterations, cpu_s, wall_s[, phases_ms]}."""
+        if not self._proc.send("time"):
+            self._ended("time")
+        return self._expect("block", "time")["result"]
+
+    def _expect(self, event: str, stage: str) -> dict:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._proc.kill()
+                raise StageError(stage, f"{self.label}: torch worker timed out after "
+                                        f"{self.timeout:g} s ({stage})")
+            line = self._proc.readline(min(left, 1.0))
+            if line is None:
+                continue
+            if not line:
+                self._ended(stage)
+            msg = json.loads(line)
+            if msg["event"] == event:
+                return msg
+            if msg["event"] == "result":  # the case cannot run here, or failed
+                r = msg["result"]
+                raise StageError(stage, f"{self.label}: {r['status']}: "
+                                        f"{r.get('error') or r.get('reason')}")
+
+    def _ended(self, stage: str):
+        code = self._proc.wait()
+        tail = Path(self.log).read_text(errors="replace")[-4000:]
+        if code == OWN_BUG_EXIT:
+            raise OwnBug(f"benchflow's own code failed in the torch A/B worker of "
+                         f"{self.label} ({stage}):\n{tail}")
+        raise StageError(stage, first_lines(
+            f"{self.label}: torch worker {exit_reason(code)} ({stage}):\n{tail[-2000:]}"))
+
+    def close(self) -> None:
+        self._proc.__exit__()
+        os.unlink(self._plan_file)
+
+
+class _Side:
+    """A side's timed blocks as observations, from a fresh worker every `rounds` blocks
+    (a side is asked once per round, so both sides change workers in the same round)."""
+
+    def __init__(self, spec: dict, *, threads: int, block_s: float, rounds: int,
+                 timeout: float, log: str):
+        sku = spec["sku"]
+        self.label, self.rounds, self.timeout, self.log = spec["label"], rounds, timeout, log
+        self.plan = {"backend": spec["backend"], "threads": threads,
+                     "measurement": sku["measurement"], "python": sku["torch"]["python"],
+                     "block_s": block_s, "cases": [spec["case"]]}
+        self.worker: _Worker | None = None
+        self.blocks = self.workers = 0
+
+    def __call__(self) -> Observation:
+        if self.blocks % self.rounds == 0:
+            self.close()
+            self.worker = _Worker(self.label, self.plan, timeout=self.timeout, log=self.log)
+            self.workers += 1
+        self.blocks += 1
+        block = self.worker.block()
+        # Observed by the worker around its timed block (measure/disturbance.Probe, with
+        # the worker's own CPU time as the timed process's).
+        return Observation(block["median_ms"], block, block["disturbance"])
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def block_seconds(pair: dict, ab: dict) -> float:
+    """One timed block's seconds: ab.torch_block_s, else the longer of the two SKUs'
+    measurement.torch_min_run_time_s (both sides' blocks are equally long)."""
+    if ab["torch_block_s"] is not None:
+        return ab["torch_block_s"]
+    return max(pair[r]["sku"]["measurement"]["torch_min_run_time_s"] for r in ROLES)
+
+
+def side_threads(pair: dict, log: str) -> dict[str, int]:
+    """Each side's torch threads. A SKU's `threads: 0` (what the machine can give,
+    stages/torch.with_threads) is decided once for the pair, so that two sides with the
+    same settings never differ in it."""
+    decided, out = None, {}
+    for r in ROLES:
+        sku = pair[r]["sku"]
+        if not sku["torch"]["threads"] and decided is None:
+            decided = with_threads(sku, log)["torch"]["threads"]
+        out[r] = sku["torch"]["threads"] or decided
+    return out
+
+
+def compare_torch_pair(*, pair: dict, ab: dict, timeout: float, out: str, log: str) -> dict:
+    """The A/B row of one torch pair (stages/plan.torch_ab_plan): the two sides' blocks
+    interleaved. A side whose worker cannot run, fails, crashes or times out gives a
+    `failed` row naming the side and the stage, never a lost pair."""
+    block_s = block_seconds(pair, ab)
+    row = {"base": pair["base"]["label"], "new": pair["new"]["label"],
+           "workload": pair["workload"], "kind": "torch",
+           "sides": {r: pair[r]["side"] for r in ROLES},
+           "worker_rounds": ab["torch_worker_rounds"], "block_s": block_s}
+    workloads = {r: pair[r]["side"]["workload"] for r in ROLES}
+    if workloads["base"] != workloads["new"]:
+        row["workloads"] = workloads
+    with open(log, "a") as fh:
+        fh.write(f"torch A/B {row['base']} -> {row['new']} on {row['workload']}\n")
+    row["threads"] = side_threads(pair, log)
+    sides = {r: _Side(pair[r], threads=row["threads"][r], block_s=block_s,
+                      rounds=ab["torch_worker_rounds"], timeout=timeout, log=log)
+             for r in ROLES}
+    try:
+        measured = interleave(sides["base"], sides["new"], ab_plan(ab), budget_s=ab["budget_s"],
+                              seed=seed_of(row["base"], row["new"], row["workload"]),
+                              max_retakes=ab["max_retakes"])
+    except StageError as exc:
+        result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": exc.stage,
+                  "error": exc.message}
+        write_json(out, result)
+        return result
+    finally:
+        for side in sides.values():
+            side.close()
+    result = {**row, **measured, "workers": {r: sides[r].workers for r in ROLES}}
+    write_json(out, result)
+    return result
