@@ -84,7 +84,8 @@ def summary_line(rec: dict) -> str:
     parts = [head]
     t = rec.get("timing")
     if t:
-        noisy = ", noisy" if t.get("noisy") else ""
+        noisy = (", noisy" if t.get("noisy") else "") + (
+            f", disturbed: {t['disturbance']['reason']}" if t.get("disturbed") else "")
         # IREE counts --benchmark_repetitions, torch its timed calls per invocation.
         each = (f"{t['repetitions']} repetitions" if t.get("repetitions") is not None
                 else f"{t.get('calls_per_invocation')} calls")

@@ -48,6 +48,9 @@ def _note(base: dict, new: dict) -> str:
         notes.append(f"size {n['binary_bytes'] / b['binary_bytes'] - 1:+.1%}")
     if new["timing"].get("noisy"):
         notes.append("noisy")
+    for side, case in (("base", base), ("new", new)):
+        if (case.get("timing") or {}).get("disturbed"):
+            notes.append(f"{side} disturbed by outside load")
     return ", ".join(notes)
 
 
