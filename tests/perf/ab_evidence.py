@@ -274,7 +274,9 @@ def invocation(mod: Module, bench: Bench, runs: list[iree.BenchmarkRun]
                ) -> Callable[[], Observation]:
     """One fresh iree-benchmark-module invocation of `mod` per call, made and observed
     by the A/B stage's own runner (stages/ab._invocation); its BenchmarkRun kept."""
-    stage_call = ab_invocation(mod.argv, TIMEOUT_S, bench.log, bench.settings["measurement"])
+    # A new layout sequence per A/B run (the stage seeds it by the pair's names).
+    stage_call = ab_invocation(mod.argv, TIMEOUT_S, bench.log, bench.settings["measurement"],
+                               time.monotonic_ns() & 0xFFFFFFFF)
 
     def call() -> Observation:
         obs = stage_call()
