@@ -200,7 +200,7 @@ def fake_benchmark(monkeypatch, medians, delay_s=0.0):
             self.median_ms = next(values)
 
     monkeypatch.setattr(remeasure, "iree_invocation",
-                        lambda argv, timeout, log, m: Observation(Run(argv).median_ms))
+                        lambda argv, timeout, log, m, layout=None: Observation(Run(argv).median_ms))
     return calls
 
 

@@ -30,6 +30,7 @@ timing every case of the batch; one case cannot be timed apart), and says so.
 from __future__ import annotations
 
 import math
+import random
 import socket
 import statistics
 import tempfile
@@ -224,7 +225,9 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
                  **((skus or {}).get(case["sku"], {}).get("measurement") or {})}
             medians, seconds = measure_again(
                 case, ref, share, p_threshold,
-                invoke or partial(iree_invocation, timeout=timeout, log=log, m=m), m)
+                invoke or partial(iree_invocation, timeout=timeout, log=log, m=m,
+                                  layout=random.Random(case["id"]) if m["randomize_layout"]
+                                  else None), m)
         except NotFeasible as exc:
             outcomes.append(Remeasured(case["id"], Verdict.INCONCLUSIVE, None, str(exc)))
             continue
