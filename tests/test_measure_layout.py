@@ -71,3 +71,12 @@ def test_randomized_removes_the_copy_even_on_error(vmfb, tmp_path):
     with pytest.raises(RuntimeError), layout.randomized(vmfb, out, random.Random(6)) as _:
         raise RuntimeError("the invocation failed")
     assert not list(out.iterdir())
+
+
+def test_a_module_above_the_copy_limit_is_used_in_place(vmfb, tmp_path):
+    out = tmp_path / "copies"
+    out.mkdir()
+    size = Path(vmfb).stat().st_size
+    assert layout.fresh_module(vmfb, out, random.Random(1), limit=size - 1) == str(vmfb)
+    assert not list(out.iterdir())
+    assert layout.fresh_module(vmfb, out, random.Random(1), limit=size) != str(vmfb)

@@ -48,6 +48,16 @@ def diagnostic_lines(text: str) -> str:
         and not (i + 1 < len(lines) and CARET_RE.match(lines[i + 1]) and ln.strip()))
 
 
+def log_tail(log: str | Path | None, n: int) -> str:
+    """The last `n` bytes of a log (a worker's stderr), decoded with replacement; reads
+    only those bytes, however large the log grew ("" without a log)."""
+    if not log:
+        return ""
+    with open(log, "rb") as fh:
+        fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
+        return fh.read().decode("utf-8", errors="replace")
+
+
 def tool_path(name: str) -> str:
     """A console tool of the active environment (next to its python) or on PATH."""
     local = Path(sys.executable).parent / name

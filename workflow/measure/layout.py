@@ -42,14 +42,25 @@ from workflow.errors import StageError
 # a 4 KiB page (Mytkowicz et al. varied it over 0..4095 bytes).
 MAX_PADDING = 4095
 PADDING_VAR = "BENCHFLOW_LAYOUT_PADDING"
+# Modules above this are not copied per invocation (fresh_module).
+COPY_LIMIT = 64 * 1024 * 1024
 # The copy's name: 8 to 40 hex digits, so its length (in argv) varies too.
 NAME_DIGITS = (8, 40)
 
 
-def fresh_module(vmfb: str | Path, tmpdir: Path, rng: random.Random) -> str:
+def fresh_module(vmfb: str | Path, tmpdir: Path, rng: random.Random,
+                 limit: int = COPY_LIMIT) -> str:
     """A new copy of the module file `vmfb` under a randomly named path in `tmpdir`
     (new inode, new page-cache pages); the caller removes it after the invocation.
-    A missing or unreadable module raises StageError naming the file."""
+    A module larger than `limit` bytes is used in place: copying hundreds of MB before
+    every invocation (a benchmark file's model with its weights inlined) would cost
+    more than the percent of bias it guards against, and the environment padding still
+    varies. A missing or unreadable module raises StageError naming the file."""
+    try:
+        if os.path.getsize(vmfb) > limit:
+            return str(vmfb)
+    except OSError:
+        pass  # the copy below names the file and why it cannot be read
     digits = rng.randint(*NAME_DIGITS)
     name = f"m-{rng.getrandbits(4 * digits):0{digits}x}{Path(vmfb).suffix}"
     target = Path(tmpdir) / name

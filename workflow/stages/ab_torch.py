@@ -22,9 +22,8 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from workflow.backends.proc import Streaming, exit_reason, first_lines, python_env
+from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
@@ -86,7 +85,7 @@ class _Worker:
 
     def _ended(self, stage: str):
         code = self._proc.wait()
-        tail = Path(self.log).read_text(errors="replace")[-4000:]
+        tail = log_tail(self.log, 4000)
         if code == OWN_BUG_EXIT:
             raise OwnBug(f"benchflow's own code failed in the torch A/B worker of "
                          f"{self.label} ({stage}):\n{tail}")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from workflow.backends.builds import interpreter_versions
-from workflow.backends.proc import Streaming, exit_reason, first_lines, python_env
+from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.measure.disturbance import available_cpus
 from workflow.measure.protocol import Measured, Observation, measure, timing_section
@@ -87,11 +87,11 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                 current = None
         code = worker.wait()
         if code == OWN_BUG_EXIT:
-            tail = Path(log).read_text()[-4000:] if log else ""
+            tail = log_tail(log, 4000)
             raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
                          f"case {current}):\n{tail}")
         if current is not None or code != 0:
-            tail = Path(log).read_text()[-2000:] if log else ""
+            tail = log_tail(log, 2000)
             return results, current, first_lines(
                 f"torch worker {exit_reason(code)} ({pass_name}):\n{tail}")
         return results, None, ""
