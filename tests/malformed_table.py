@@ -14,6 +14,9 @@ SOURCES = (
     ("suite files", "tests.test_malformed_suites"),
     ("reports and golden files", "tests.test_malformed_reports"),
     ("benchmark files (confinement)", "tests.test_benchfile_confinement"),
+    ("benchmark files (names and ids)", "tests.test_benchfiles"),
+    ("special files", "tests.test_special_files"),
+    ("command line", "tests.test_cli_edges"),
     ("faults while running", "tests.test_faults"),
 )
 

@@ -340,3 +340,67 @@ def test_cli_runs_the_selection_through_snakemake(tmp_path, monkeypatch, capfd):
     assert "results/bench_files/cases/host/tiny_mlp.matmul_cpu.json" in out
     assert "tiny_mlp.mlp_cpu" not in out.split("$ ", 1)[1]
     assert "bench_files/cases/generic" not in out
+
+
+# --- names and ids: a file's <model>.<name> names its case and files ---------------------
+# CASES (also a table of docs/malformed-inputs.md): (id, description, the files under the
+# benchmarks root as {path: fields over BENCH}, the model globs selected, a fragment of
+# the refusal). Every file has BENCH's fields unless its row changes them.
+BENCH = {"inputs": ["4xf32=1"], "function_run": "main", "benchmark_repetitions": 1,
+         "benchmark_min_warmup_time": 0, "device": "local-task", "mlir_file_path": "m.mlir"}
+CASES = [
+    ("bf-id-collision", "a/b.c_cpu.json and a.b/c_cpu.json: both are a.b.c_cpu",
+     {"a/b.c_cpu.json": {}, "a.b/c_cpu.json": {}}, ["*"],
+     "a.b/c_cpu.json: its id a.b.c_cpu (<model>.<name>) is also that of "),
+    ("bf-module-ambiguous", "modules names x_a_b, the <model>_<submodel> of x/a_b_cpu.json "
+     "and of x_a/b_cpu.json", {"m/p_cpu.json": {"modules": ["x_a_b"]}, "x/a_b_cpu.json": {},
+                               "x_a/b_cpu.json": {}}, ["m"],
+     "p_cpu.json: modules[0]: 'x_a_b' is the <model>_<submodel> of both "),
+    ("bf-dir-newline", "a model directory whose name ends in a newline",
+     {"m\n/x_cpu.json": {}}, ["*"], "expected a file name of [A-Za-z0-9_.-] only"),
+    ("bf-id-too-long", "a file name of 204 characters (its id would be 206)",
+     {f"m/{'n' * 200}_cpu.json": {}}, ["m"], "at most 200 characters with its model "
+     "directory (<model>.<name> becomes a case id and a file name), got 'm.nnn"),
+    ("bf-golden-key-newline", "a golden key ending in a newline",
+     {"m/x_cpu.json": {"golden_time_ms": {"cpu\n": 1.0}}}, ["m"],
+     "x_cpu.json: golden_time_ms: expected a string matching ^[A-Za-z0-9_.-]{1,64}$, got "
+     "'cpu\\n'"),
+    ("bf-golden-key-too-long", "a golden key of 65 characters",
+     {"m/x_cpu.json": {"golden_dispatch": {"k" * 65: 1}}}, ["m"],
+     "x_cpu.json: golden_dispatch: expected a string matching ^[A-Za-z0-9_.-]{1,64}$"),
+    ("bf-function-newline", "a function_run ending in a newline",
+     {"m/x_cpu.json": {"function_run": "main\n"}}, ["m"],
+     "x_cpu.json: function_run: expected a string matching"),
+    ("bf-module-name-newline", "a modules entry ending in a newline",
+     {"m/x_cpu.json": {"modules": ["m_x\n"]}}, ["m"],
+     "x_cpu.json: modules[0]: expected a string matching"),
+]
+
+
+def test_the_id_table_is_well_formed():
+    assert len({row[0] for row in CASES}) == len(CASES) >= 8
+
+
+@pytest.mark.parametrize("case_id, description, files, models, expected", CASES,
+                         ids=[row[0] for row in CASES])
+def test_names_and_ids_of_benchmark_files(tmp_path, case_id, description, files, models,
+                                          expected):
+    root = tmp_path / "benchmarks"
+    for rel, fields in files.items():
+        write(root / rel, {**BENCH, **fields})
+    (root / "m.mlir").write_text("// placeholder\n")
+    with pytest.raises(ConfigError) as err:
+        select(suite_with(root, models=models, backends=[]), "s.yaml")
+    hits = [p for p in err.value.problems if expected in p]
+    assert len(hits) == 1, err.value.problems
+    # One line, starting with the file it is about (both files, for a collision).
+    assert "\n" not in hits[0] and hits[0].lstrip("'").startswith(f"{root}/"), hits
+
+
+def test_a_file_selected_twice_by_two_globs_is_no_collision(tmp_path):
+    """One file is one id however often the globs name it: no refusal, one case a SKU."""
+    root = tmp_path / "benchmarks"
+    write(root / "a.b" / "c_cpu.json", BENCH)
+    (root / "m.mlir").write_text("// placeholder\n")
+    sel = select(suite_with(root, models=["a.b", "a.*"], skus=["host"]), "s.yaml")
+    assert [c.id for c in sel.cases] == ["host/iree/a.b.c_cpu/baseline"]

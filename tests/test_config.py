@@ -120,7 +120,8 @@ def test_defaults_fill_nested_objects_array_items_and_ref_definitions():
     assert b["measurement"] == {**a["measurement"], "invocations": 6}
     assert a["iree"] == {"target_backend": "llvm-cpu", "target_cpu": "host", "compile_flags": [],
                          "device": "local-task", "task_topology_max_group_count": 2,
-                         "target_chip": None, "compile_tool": None, "benchmark_tool": None}
+                         "target_chip": None, "compile_tool": None, "benchmark_tool": None,
+                         "allow_any_compile_flags": False}
     assert b["torch"] == {"threads": 0, "python": None} and b["description"] == ""
     # Workload items inside an array, and $ref'd items of their own arrays.
     w0, w1 = cfg["workloads"]

@@ -377,3 +377,146 @@ def test_report_reader(fuzz_dir, data, results_files):
     path = fuzz_dir / "report.json"
     path.write_bytes(data)
     valid_or_named(lambda: read_report(path, results_files=results_files), path)
+
+
+# --- a tool's output: iree-benchmark-module's JSON, iree-compile's statistics file ------
+# Read as the stages read them: the bytes decoded with replacement, then parsed. The
+# property: a result, or a ValueError (the stage records it as the tool's failure),
+# never another exception. Documents are built from the keys and values the parsers
+# look for, so that their every branch meets the wrong type, then serialized, cut short
+# or given random bytes.
+
+_TOOL_WORDS = ["benchmarks", "context", "caches", "run_type", "aggregate", "iteration",
+               "aggregate_unit", "percentage", "aggregate_name", "cv", "mean", "real_time",
+               "time_unit", "ns", "us", "ms", "s", "error_occurred", "name", "error_message",
+               "execution", "dispatch-count", "executable", "executable-count"]
+_TOOL_LEAVES = (st.none() | st.booleans() | st.integers() | st.floats()
+                | st.sampled_from(_TOOL_WORDS) | st.text(max_size=6))
+_TOOL_DOCS = st.recursive(
+    _TOOL_LEAVES,
+    lambda kids: st.lists(kids, max_size=4)
+    | st.dictionaries(st.sampled_from(_TOOL_WORDS) | st.text(max_size=6), kids, max_size=6),
+    max_leaves=24)
+
+
+@st.composite
+def tool_outputs(draw) -> bytes:
+    if draw(st.booleans()):
+        return draw(st.binary(max_size=200))
+    raw = json.dumps(draw(_TOOL_DOCS)).encode()
+    cut = draw(st.integers(0, len(raw)))
+    return raw[:cut] + draw(st.binary(max_size=8)) if draw(st.booleans()) else raw
+
+
+@FUZZ
+@example(raw=b"caf\xe9 \xff")
+@example(raw=DEEP_LIST)
+@example(raw=b'{"benchmarks": [{"real_time": 1' + b"0" * 400 + b', "time_unit": "ms"}]}')
+@example(raw=b'{"benchmarks": [{"real_time": 1e308, "time_unit": []}]}')
+@example(raw=b'{"a": {"execution": {"dispatch-count": "x"}}}')
+@given(raw=tool_outputs())
+def test_a_tools_output_parses_or_raises_value_error(raw):
+    from workflow.backends.iree.tools import parse_benchmark_json, parse_compile_statistics
+
+    text = raw.decode("utf-8", errors="replace")
+    for parse in (parse_benchmark_json, parse_compile_statistics):
+        try:
+            with _hang_guard():
+                parse(text)
+        except ValueError:
+            pass
+
+
+# --- keys and names (issue 23): a key is a string, a name is matched whole ----------------
+# Keys YAML reads as no string when unquoted: integers, null, booleans, floats (inf, nan).
+non_string_keys = st.one_of(st.integers(-10**6, 10**6), st.none(), st.booleans(),
+                            st.floats(allow_nan=True, allow_infinity=True))
+
+
+def _mappings(doc) -> list[tuple]:
+    """The paths of every mapping in a document (where a key can be added)."""
+    return [p for p in _paths(doc) if isinstance(_at(doc, p), dict)]
+
+
+@FUZZ
+@example(key=3090, where=("skus",), override=False)
+@example(key=None, where=("skus", "host", "measurement"), override=True)
+@given(key=non_string_keys, where=st.sampled_from(_mappings(tiny_suite())),
+       override=st.booleans())
+def test_a_key_that_is_no_string_is_refused_at_its_mapping(fuzz_dir, key, where, override):
+    """Wherever a suite gets a key that is no string, in its file (YAML writes it
+    unquoted) or in --config overrides, the one problem names the mapping and the key,
+    before any name is matched (jsonschema's patterns raised TypeError on an int)."""
+    from workflow.records.schemas import key_path
+
+    doc = tiny_suite()
+    _at(doc, where)[key] = "x"
+    path = fuzz_dir / "keys.yaml"
+    path.write_text(yaml.safe_dump(tiny_suite() if override else doc, sort_keys=False))
+    with pytest.raises(ConfigError) as err:
+        with _hang_guard():
+            load([path], doc if override else None)
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{path}: {key_path(list(where))}: key "), problem
+    assert "; expected a string name (quote it: " in problem and "\n" not in problem
+
+
+NAME_RE = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9_.-]{1,64}")
+# Characters of names, those that end a line among them (\n is the one Python's `$`
+# lets through before the end).
+name_text = st.text(alphabet=st.sampled_from(
+    "ab.-_09Z\n\r\x0b\x0c\x85\u2028 /\x00é"), max_size=70)
+
+
+@FUZZ
+@example(name="cpu\n")
+@example(name="cpu\r\n")
+@example(name="c" * 64)
+@example(name="c" * 65)
+@example(name="..")
+@example(name="")
+@given(name=name_text)
+def test_a_sku_name_is_taken_exactly_when_it_matches_whole(fuzz_dir, name):
+    """A SKU name loads when the whole of it is 1 to 64 of [A-Za-z0-9_.-] (not . or ..),
+    else the suite is refused naming `skus`: a trailing newline is no part of a name."""
+    path = fuzz_dir / "names.yaml"
+    path.write_text(yaml.safe_dump({"skus": {name: {}}, "workloads": [{"model": "linear"}]}))
+    suite = valid_or_named(lambda: load([path]), path)
+    if NAME_RE.fullmatch(name):
+        assert suite is not None and [c.sku for c in suite.cases] == [name]
+    else:
+        assert suite is None
+
+
+# Where a suite names something that becomes part of a path or an id.
+NAMED = {
+    "suite_name": lambda d, end: d.update(suite_name="tiny" + end),
+    "skus": lambda d, end: d.update(skus={f"{k}{end}" if k == "host" else k: v
+                                          for k, v in d["skus"].items()}),
+    "workloads[0].model": lambda d, end: d["workloads"][0].update(model="linear" + end),
+    "workloads[0].group": lambda d, end: d["workloads"][0].update(group="g" + end),
+    "workloads[0].configs[0]": lambda d, end: d["workloads"][0].update(
+        configs=["default" + end]),
+    "recipes[0]": lambda d, end: d.update(recipes=["baseline" + end]),
+    "backends[0]": lambda d, end: d.update(backends=["iree" + end]),
+    "torch_backends": lambda d, end: d.update(torch_backends={"torch-e" + end: {}}),
+}
+
+
+@FUZZ
+@given(where=st.sampled_from(sorted(NAMED)), end=st.sampled_from(["\n", "\r\n", "\n\n"]),
+       block=st.booleans())
+def test_a_name_ending_in_a_newline_is_refused_where_it_is(fuzz_dir, where, end, block):
+    """A name with a trailing newline (a quoted "x\\n", or a block scalar `|`, which keeps
+    it) is refused at its key, whichever name it is."""
+    doc = tiny_suite()
+    NAMED[where](doc, end)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if block and where == "suite_name":  # as people write it: `suite_name: |`
+        text = re.sub(r"^suite_name: .*$", "suite_name: |\n  tiny", text, flags=re.M)
+    path = fuzz_dir / "newline.yaml"
+    path.write_text(text)
+    assert valid_or_named(lambda: load([path]), path) is None
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    assert any(p.startswith(f"{path}: {where}") for p in err.value.problems), err.value.problems

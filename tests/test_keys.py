@@ -128,3 +128,25 @@ def test_a_failure_is_retried_with_other_timeouts_or_when_forced(tmp_path, monke
     entry["run_id"] = os.environ[iree.RUN_ID_ENV]
     assert iree.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
                               retry_failures=True) is None
+
+
+def test_the_compile_flag_opt_in_and_the_description_are_not_results():
+    """Whether a SKU may pass unlisted compile flags decides only whether the suite is
+    accepted: adding the opt-in (or rewording the description) keeps every key; a flag
+    itself changes it."""
+    from workflow.stages.plan import sku_settings
+    from workflow.suite.load import load
+
+    sku = {"iree": {"target_cpu": "host", "compile_flags": ["--iree-opt-level=O2"]},
+           "measurement": {"invocations": 3}}
+    opted = {**sku, "description": "reworded",
+             "iree": {**sku["iree"], "allow_any_compile_flags": True}}
+    flagged = {**sku, "iree": {**sku["iree"], "compile_flags": ["--iree-opt-level=O3"]}}
+    assert keys.sku_settings(opted) == keys.sku_settings(sku)
+    assert keys.sku_settings(flagged) != keys.sku_settings(sku)
+    assert sku["iree"] == keys.sku_settings(sku)["iree"]  # nothing else is dropped
+    # The rule param (stages/plan.sku_settings) is the same function on a loaded suite.
+    suite = load(["config/config.yaml"])
+    name = next(iter(suite.config["skus"]))
+    assert sku_settings(suite, name) == keys.sku_settings(suite.config["skus"][name])
+    assert "allow_any_compile_flags" not in sku_settings(suite, name).get("iree", {})

@@ -20,6 +20,7 @@ LAYERS = [
     ("records",),
     ("models",),
     ("stats",),
+    ("files",),
     ("errors", "paths", "schemas"),
 ]
 RANK = {name: len(LAYERS) - i for i, names in enumerate(LAYERS) for name in names}

@@ -426,7 +426,8 @@ def test_a_special_file_or_an_oversized_one_is_refused_without_reading_it(tmp_pa
     os.mkfifo(fifo)
     with pytest.raises(ConfigError) as err:
         read_json_file(fifo)
-    assert err.value.problems == [f"{fifo}: not a regular file; expected a JSON file"]
+    assert err.value.problems == [
+        f"{fifo}: is a FIFO (named pipe), not a regular file; expected a JSON file"]
     big = tmp_path / "big.json"
     big.write_text('{"cases": []}' + " " * 2048)
     monkeypatch.setattr(storage, "MAX_JSON_BYTES", 1024)

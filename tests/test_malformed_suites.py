@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from workflow.errors import ConfigError
+from workflow.paths import MAX_ID
 from workflow.suite import shapes
 from workflow.suite.load import load
 from workflow.suite.schema import MAX_SUITE_BYTES, MAX_YAML_NODES, load_schema
@@ -32,7 +33,7 @@ W = "workloads: [{model: linear}]\n"
 BOMB = "\n".join(["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [
     f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]"
     for p, c in zip("abcdefgh", "bcdefghi", strict=True)]) + "\n"
-NAME = "expected a name of letters, digits, _ . - (not empty, not . or ..: it names files"
+NAME = "expected a name of 1 to 64 letters, digits, _ . - (not . or ..: it names files"
 MP = "model_params: [{name: a, matrix_shapes: [{name: %s}]}]\n"
 
 CASES = [
@@ -179,15 +180,100 @@ CASES = [
     ("group", "a workload group with a path separator",
      "workloads: [{model: linear, group: ../logs}]\n", f"workloads[0].group: {NAME}"),
     ("torchao-name", "a model_params name with a space", "model_params: [{name: a b}]\n",
-     "model_params[0].name: expected a name of letters, digits, _ . - (not . or ..: it names "
-     "files and folders), got 'a b'"),
+     "model_params[0].name: expected a name of at most 64 letters, digits, _ . - (not . or ..: "
+     "it names files and folders), got 'a b'"),
     ("torch-backend-name", "a torch backend not named torch-<name>",
      W + "torch_backends: {eager: {kind: eager}}\n",
-     "torch_backends: expected torch-<name> with <name> of letters, digits, _ . -, got 'eager'"),
+     "torch_backends: expected torch-<name> with <name> of 1 to 58 letters, digits, _ . - (64 "
+     "characters in all), got 'eager'"),
     ("torch-backend-slash", "a torch backend name with a path separator",
      W + "torch_backends: {torch-a/b: {kind: eager}}\n",
-     "torch_backends: expected torch-<name> with <name> of letters, digits, _ . -, got "
-     "'torch-a/b'"),
+     "torch_backends: expected torch-<name> with <name> of 1 to 58 letters, digits, _ . - (64 "
+     "characters in all), got 'torch-a/b'"),
+    # --- keys that are no strings (YAML reads 3090, ~, true, 1.5 unquoted as such) -------
+    ("key-int-sku", "a SKU named 3090, unquoted (an integer key)", W + "skus: {3090: {}}\n",
+     'skus: key 3090 is an integer; expected a string name (quote it: "3090", line 2)'),
+    ("key-null-sku", "a SKU named ~ (a null key)", W + "skus: {~: {}}\n",
+     'skus: key ~ is null; expected a string name (quote it: "~"'),
+    ("key-bool-top", "a top-level key true (a boolean key)", W + "true: 1\n",
+     '<top>: key true is a boolean; expected a string name (quote it: "true"'),
+    ("key-float-top", "a top-level key 1.5 (a float key)", W + "1.5: x\n",
+     '<top>: key 1.5 is a number; expected a string name (quote it: "1.5"'),
+    ("key-int-measurement", "an integer key in a SKU's measurement mapping",
+     W + "skus:\n  cpu:\n    measurement: {3: 1}\n",
+     'skus.cpu.measurement: key 3 is an integer; expected a string name (quote it: "3", '
+     "line 4)"),
+    ("key-int-workload", "an integer key in a workload entry",
+     "workloads: [{model: linear, 7: x}]\n", "workloads[0]: key 7 is an integer"),
+    ("key-bool-ab-side", "a key yes (YAML 1.1's boolean) in an A/B pair's side",
+     W + "ab_pairs: [{base: {sku: cpu-host, backend: torch-eager, yes: 1}, new: cpu-host}]\n",
+     'ab_pairs[0].base: key yes is a boolean; expected a string name (quote it: "yes"'),
+    ("key-int-torchao", "an integer key in a torchao model_params entry",
+     "model_params: [{name: a, 10: 1}]\n", "model_params[0]: key 10 is an integer"),
+    ("key-null-goldens", "a null key among the gate's settings", W + "goldens: {null: 1}\n",
+     'goldens: key null is null; expected a string name (quote it: "null"'),
+    ("key-date-sku", "a SKU named 2024-01-01 (YAML reads a date)",
+     W + "skus: {2024-01-01: {}}\n", "skus: key 2024-01-01 is a date"),
+    ("key-list", "a list as a key", W + "? [a, b]\n: 1\n",
+     "<top>: a key is a list; expected a string name (line 2)"),
+    # --- names matched whole: a trailing newline is no part of a name -------------------
+    ("sku-newline", "a SKU name ending in a newline (\"cpu\\n\")", W + 'skus: {"cpu\\n": {}}\n',
+     f"skus: {NAME} and folders), got 'cpu\\n'"),
+    ("suite-name-block-scalar", "suite_name as a block scalar (which keeps its newline)",
+     W + "suite_name: |\n  nightly\n", f"suite_name: {NAME} and folders), got 'nightly\\n'"),
+    ("model-newline", "a model name ending in a newline",
+     'workloads: [{model: "linear\\n"}]\n', "workloads[0].model: expected"),
+    ("recipe-newline", "a recipe name ending in a newline", W + 'recipes: ["baseline\\n"]\n',
+     "recipes[0]: expected a recipe: baseline"),
+    ("torch-backend-newline", "a torch backend name ending in a newline",
+     W + 'torch_backends: {"torch-x\\n": {kind: eager}}\n',
+     "torch_backends: expected torch-<name> with <name> of 1 to 58 letters"),
+    ("golden-key-newline", "a golden key ending in a newline",
+     W + 'benchmark_files: {golden_keys: {cpu-host: "cpu\\n"}}\n',
+     "benchmark_files.golden_keys.cpu-host: expected a string matching"),
+    ("chip-newline", "a target chip ending in a newline (never asked of iree-compile)",
+     W + 'skus: {gpu: {iree: {target_backend: cuda, target_chip: "sm_80\\n", device: cuda}}}\n',
+     "skus.gpu.iree.target_chip: expected a string matching"),
+    # --- names that are too long for a file name ----------------------------------------
+    ("sku-300-chars", "a SKU name of 300 characters", W + f"skus: {{{'s' * 300}: {{}}}}\n",
+     f"skus: {NAME} and folders), got 'sss"),
+    ("suite-name-65-chars", "a suite_name of 65 characters", W + f"suite_name: {'n' * 65}\n",
+     f"suite_name: {NAME}"),
+    ("recipe-too-long", "a recipe of torchao's form, 223 characters long",
+     W + f"recipes: [int8_dynamic_activation_intx_weight-4-{'1' * 180}-asym]\n",
+     "at most 100 characters (it names files), got 'int8_dynamic_activation_intx_weight-4-1"),
+    ("sparsity-too-long", "a sparsity recipe name of 40 characters",
+     W + f"sparsity_config_recipe_names: [{'x' * 36}semi]\n",
+     "sparsity_config_recipe_names[0]: expected a torchao sparsity recipe of at most 32"),
+    # --- dimensions: integers as written, within 2^20 ------------------------------------
+    ("dim-float", "a dimension written 16.0",
+     "workloads: [{model: linear, shapes: [[16.0, 2, 2]]}]\n",
+     "workloads[0].shapes[0][0]: expected integer, got float 16.0"),
+    ("dim-negative-zero", "a dimension written -0 (YAML's integer 0)",
+     "workloads: [{model: linear, shapes: [[-0, 2, 2]]}]\n",
+     "workloads[0].shapes[0][0]: expected minimum 1: 0 is less than the minimum of 1"),
+    ("dim-2-63", "a dimension of 2^63 (past int64)",
+     f"workloads: [{{model: linear, shapes: [[{2**63}, 2, 2]]}}]\n",
+     "workloads[0].shapes[0][0]: expected maximum 1048576"),
+    ("dim-custom-float", "a torchao custom shape with a float dimension",
+     MP % "custom, shapes: [[1024, 1024.0, 1024]]",
+     "matrix_shapes[0].shapes[0][1]: expected integer, got float 1024.0"),
+    ("layers-float", "layers written 2.0", "workloads: [{model: bert, layers: 2.0}]\n",
+     "workloads[0].layers: expected ['integer', 'null'], got float 2.0"),
+    ("layers-too-many", "layers 100000", "workloads: [{model: bert, layers: 100000}]\n",
+     "workloads[0].layers: expected maximum 1024"),
+    ("batch-size-float", "torch_batch_size written 64.0", W + "torch_batch_size: 64.0\n",
+     "torch_batch_size: expected integer, got float 64.0"),
+    # --- ids that two entries spell alike ------------------------------------------------
+    ("workload-id-twice", "two entries whose workloads get one id but differ (their group)",
+     "workloads:\n  - {model: linear, shapes: [[2, 2, 2]], group: a}\n"
+     "  - {model: linear, shapes: [[2, 2, 2]], group: b}\n",
+     "workloads[1]: workload linear-2x2x2-f32 is defined differently by workloads[0]"),
+    ("case-twice-two-spellings", "one case from shapes in one entry and matrix_shapes in another",
+     "workloads:\n  - {model: linear, shapes: [[16, 2, 2]]}\n"
+     "  - {model: linear, matrix_shapes: [{name: custom, shapes: [[16, 2, 2]]}]}\n",
+     "workloads[1]: case cpu-host/iree/linear-16x2x2-f32/baseline is already defined by "
+     "workloads[0]"),
 ]
 
 
@@ -221,7 +307,7 @@ def test_the_table_is_large_and_its_ids_unique():
 @pytest.mark.tool
 @pytest.mark.parametrize("case_id", ["not-utf8", "alias-bomb", "duplicate-key",
                                      "json-file-truncated", "deep-nesting", "sku-dotdot",
-                                     "max-cases"])
+                                     "max-cases", "key-int-sku", "key-null-sku"])
 def test_benchflow_validate_prints_the_problem_without_a_traceback(tmp_path, case_id):
     _, _, content, expected = next(c for c in CASES if c[0] == case_id)
     path = write(tmp_path, case_id, content)
@@ -240,6 +326,106 @@ def test_a_non_utf8_json_file_is_refused_by_validate_too(tmp_path):
                           text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"{path}: not UTF-8 text (byte 0xe9 at offset 19)" in proc.stderr
+
+
+# --- keys, names and ids beyond one file's text -------------------------------------------
+
+def test_keys_that_are_no_strings_in_overrides_are_named_too(tmp_path):
+    """--config overrides (Snakemake parses their values as YAML) and suites built in code
+    never pass a file's reader: the same refusal, before any name is matched."""
+    path = write(tmp_path, "ok", W)
+    with pytest.raises(ConfigError) as err:
+        load([path], {"skus": {3090: {}, "cpu": {"measurement": {None: 1}}}})
+    assert err.value.problems == [
+        f'{path}: skus.cpu.measurement: key null is null; expected a string name (quote it: '
+        '"null")',
+        f'{path}: skus: key 3090 is an integer; expected a string name (quote it: "3090")']
+
+
+def test_a_name_of_64_characters_is_fine_and_65_is_not(tmp_path):
+    ok = write(tmp_path, "ok", W + f"skus: {{{'s' * 64}: {{}}}}\nsuite_name: {'n' * 64}\n")
+    assert [c.sku for c in load([ok]).cases] == ["s" * 64]
+    ok.write_text(W + f"skus: {{{'s' * 65}: {{}}}}\n")
+    with pytest.raises(ConfigError, match="skus: expected a name of 1 to 64 letters"):
+        load([ok])
+
+
+def test_a_dimension_of_2_to_the_20_is_fine_and_one_more_is_not(tmp_path):
+    path = write(tmp_path, "ok", f"workloads: [{{model: linear, shapes: [[{2**20}, 1, 1]]}}]\n")
+    assert load([path]).cases[0].workload.shape == (2**20, 1, 1)
+    path.write_text(f"workloads: [{{model: linear, shapes: [[{2**20 + 1}, 1, 1]]}}]\n")
+    with pytest.raises(ConfigError, match=r"shapes\[0\]\[0\]: expected maximum 1048576"):
+        load([path])
+
+
+def test_a_workload_id_longer_than_a_file_name_allows_is_refused(tmp_path):
+    """Every name is capped at 64 characters; only a combination of long ones (here a
+    model registered with a 64-character name and config and nine dimensions of 2^20)
+    makes a workload id past paths.MAX_ID, which is refused naming the entry."""
+    model, config = "long_" + "m" * 59, "c" * 64
+    (tmp_path / "models.py").write_text(
+        "from workflow.models.registry import benchmark_model\n\n\n"
+        f"@benchmark_model(configs=[{config!r}], default_shape=(1,) * 9, shape_doc='9-D')\n"
+        f"def {model}(config, dtype, layers, shape):\n"
+        "    \"\"\"A model whose names are as long as names may be.\"\"\"\n")
+    path = write(tmp_path, "long", f"model_modules: [models.py]\nworkloads: [{{model: {model}, "
+                 f"shapes: [[{', '.join([str(2**20)] * 9)}]]}}]\n")
+    wid = f"{model}-{config}-{'x'.join([str(2**20)] * 9)}-f32"
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    assert err.value.problems == [
+        f"{path}: workloads[0]: workload id {wid[:40]}... is {len(wid)} characters; expected "
+        f"at most {MAX_ID} (it names files: use shorter model, config or model_params names)"]
+    assert len(wid) == 205
+
+
+def test_a_torch_pair_whose_side_label_is_too_long_is_refused(tmp_path):
+    sku, backend = "s" * 64, "torch-" + "b" * 58
+    recipe = f"int8_dynamic_activation_intx_weight-4-{'1' * 40}-asym"
+    side = f"{{sku: %s, backend: {backend}, recipe: {recipe}}}"
+    path = write(tmp_path, "pair", f"skus: {{{sku}: {{}}, other: {{}}}}\n"
+                 f"torch_backends: {{{backend}: {{kind: eager}}}}\nbackends: [{backend}]\n"
+                 f"recipes: [{recipe}]\n{W}ab_pairs: [{{base: {side % sku}, "
+                 f"new: {side % 'other'}}}]\n")
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    assert err.value.problems == [
+        f"{path}: ab_pairs[0]: {'s' * 40}... is 213 characters; expected at most {MAX_ID} "
+        "for a side (sku+backend+recipe) or a pair's workloads (base+new): it names a folder"]
+
+
+def test_loop_count_may_not_take_the_name_of_another_sku(tmp_path):
+    """`--loop-count 3` on cpu-host runs SKU cpu-host-loop3: a SKU of that name with other
+    settings would share its case ids, work directory and results."""
+    from workflow.cli.main import build_parser
+    from workflow.stages.single_run import plan_run
+
+    path = write(tmp_path, "loop", W + "skus: {cpu-host: {}, cpu-host-loop3: "
+                 "{iree: {target_cpu: generic}}}\n")
+    opts = build_parser().parse_args(["run", "-m", "linear", "--sku", "cpu-host",
+                                      "--configfile", str(path), "--loop-count", "3"])
+    with pytest.raises(ConfigError) as err:
+        plan_run(opts)
+    assert err.value.problems == [
+        f"benchflow run: --loop_count 3: SKU cpu-host with 3 repetitions is named "
+        f"cpu-host-loop3, which is also a SKU of {path} with other settings; expected a name "
+        "of its own (rename that SKU, or run --sku cpu-host-loop3)"]
+    # The same settings under that name: the same SKU, the same results; not refused.
+    path.write_text(W + "skus: {cpu-host: {}, cpu-host-loop3: {measurement: "
+                    "{repetitions: 3}}}\n")
+    assert plan_run(opts).case.id == "cpu-host-loop3/iree/linear-f32/baseline"
+
+
+def test_benchflow_runs_work_directory_stays_one_short_path_component():
+    """results/cli/<case id with / as +>: four names of up to 64 characters and a workload
+    id can pass 255 bytes; past MAX_ID the name keeps its start and a hash of the id."""
+    from workflow.stages.single_run import flat_id
+
+    short = "cpu-host/iree/linear-f32/baseline"
+    assert flat_id(short) == "cpu-host+iree+linear-f32+baseline"
+    longs = [f"{'s' * 64}/torch-{'b' * 58}/linear-{n}x1x1-f32/{'r' * 100}" for n in (1, 2)]
+    flat = [flat_id(i) for i in longs]
+    assert all(len(f) == MAX_ID and "/" not in f for f in flat) and flat[0] != flat[1]
 
 
 def test_yaml_merge_keys_are_no_duplicates(tmp_path):
@@ -261,8 +447,8 @@ def test_an_empty_file_and_a_bom_are_fine(tmp_path):
 def test_a_directory_is_refused_not_raised(tmp_path):
     with pytest.raises(ConfigError) as err:
         load([tmp_path])
-    assert err.value.problems == [f"{tmp_path}: cannot be read (Is a directory); expected a "
-                                  "readable suite file"]
+    assert err.value.problems == [f"{tmp_path}: is a directory, not a regular file; "
+                                  "expected a suite file"]
 
 
 def test_a_json_file_that_is_fine_loads(tmp_path):

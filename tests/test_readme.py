@@ -109,7 +109,11 @@ OUTPUT_BLOCKS = {
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).
-SKIPPED_YAML: dict[str, str] = {}
+SKIPPED_YAML: dict[str, str] = {
+    "dir: iree-test-suites/sharktank_models/benchmarks":
+        "selects the files of an iree-test-suites checkout, absent here; validate checks "
+        "them as a run does (issue 23)",
+}
 
 
 def rule_for(command: str) -> tuple[str, str, str]:

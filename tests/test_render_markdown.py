@@ -32,7 +32,7 @@ def test_failures_and_regressions_are_summarised_first():
     text = markdown.render(with_synthetic_verdicts(iree_report()))
     summary = text.split("## Coverage", 1)[0]
     assert "### Regressions (2)" in summary and "### Failures (2)" in summary
-    assert "### Degraded accuracy (1)" in summary and "pcc 0.950000 < 0.999" in summary
+    assert "### Degraded accuracy (1)" in summary and "pcc 0.950000 &lt; 0.999" in summary
     assert summary.index("Regressions") < summary.index("Failures") < summary.index("Degraded")
     # iree-compile's first line says little; the summary adds the compiler's error.
     assert "iree-compile exited with 1: error: failed to legalize operation" in summary

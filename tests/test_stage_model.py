@@ -74,7 +74,9 @@ def test_a_worker_process_tells_a_tool_failure_from_our_bug(tmp_path):
 @pytest.mark.e2e
 def test_a_bug_fails_the_job_and_a_tool_failure_is_a_failed_case(tmp_path):
     suite = tiny_suite(workloads=[{"model": "linear", "shapes": [[16, 32, 32]]}])
-    suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-no-such-flag"]
+    # A flag off the allow-list: the SKU opts in, so iree-compile itself refuses it.
+    suite["skus"]["generic"]["iree"].update(compile_flags=["--iree-no-such-flag"],
+                                            allow_any_compile_flags=True)
     cfg = str(write_suite(tmp_path / "suite.yaml", suite))
     snakemake(tmp_path, "results/report.json", "--configfile", cfg)
     report = json.loads((tmp_path / "results/report.json").read_text())

@@ -16,6 +16,11 @@ LOGS = "logs"
 # another suite's working directories go, under the directory snakemake was started in.
 SUITE_MARKER = RESULTS + "/.suite.json"
 RUNS = "runs"
+# Longest id that names a file or folder below (a workload id, a benchmark file's
+# <model>.<name>, a torch A/B side or pair): a path component is at most 255 bytes, less
+# the 19 of `.json` and an atomic write's temporary `.<name>.XXXXXXXX.tmp`
+# (records/storage.py) leaves 236; 200 keeps a margin. Ids are ASCII ([A-Za-z0-9_.-]).
+MAX_ID = 200
 
 
 def _fixed(pattern: str, **values: str) -> str:

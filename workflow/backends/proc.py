@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TextIO
 
 from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
 
@@ -167,7 +167,8 @@ class Streaming:
 
     def __init__(self, argv: list[str], *, log: str | None = None, env: dict | None = None,
                  commands: bool = False):
-        self._err = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - __exit__
+        # Binary: the worker's stderr goes to the file as the bytes it wrote.
+        self._err = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - __exit__
         try:
             self.proc = subprocess.Popen(
                 [str(a) for a in argv], stdout=subprocess.PIPE, stderr=self._err, text=True,
@@ -215,12 +216,47 @@ class Streaming:
             self.kill()
 
 
+def tolerant_stdio() -> None:
+    """A worker's sys.stdout and sys.stderr write any str: a model that prints a string
+    holding a lone surrogate (a file name or a locale message decoded with
+    surrogateescape) would otherwise raise UnicodeEncodeError in its own print and fail
+    its case for a log line. Line-buffered, so that its lines and ours keep their order
+    in the log."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace", line_buffering=True)
+
+
+def protocol_channel() -> TextIO:
+    """The stream a worker whose stdout is its protocol (the torch worker's JSON lines,
+    read line by line by its parent) writes its messages to; everything else written
+    to "stdout" goes to stderr (the log) from here on.
+
+    Moved at the file-descriptor level, not only sys.stdout: model code prints through
+    sys.stdout, sys.__stdout__ or print(), but a C extension (a kernel library's banner,
+    a compiler's diagnostics) writes to fd 1 itself, and a subprocess it starts (a
+    torch.compile compile worker) inherits fd 1. So the pipe is kept on a private
+    duplicate of fd 1 and fd 1 is pointed at stderr: nothing but our messages can reach
+    the parent's pipe, whatever writes, in whatever encoding. The duplicate is not
+    inheritable (os.dup's default), so a child that outlives the worker does not hold
+    the pipe open either."""
+    sys.stdout.flush()
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    tolerant_stdio()
+    return channel
+
+
 def worker_main(main: Callable[[list[str]], None]) -> None:
     """Runs a worker process's main: a tool's exception exits 1 (run_python records it
     as the stage's failure), benchflow's own bug exits OWN_BUG_EXIT (run_python raises
-    OwnBug and the Snakemake job fails)."""
+    OwnBug and the Snakemake job fails). A file the worker could not write (a full or
+    read-only file system: WriteError) is the machine's failure, not a bug: exit 1, its
+    one line `could not write PATH: REASON` first."""
+    from workflow.records.storage import WriteError
+
     # A crash in torch or IREE's native code leaves its Python stack in the log.
     faulthandler.enable()
+    tolerant_stdio()
     try:
         main(sys.argv[1:])
     except Exception as exc:
@@ -228,7 +264,8 @@ def worker_main(main: Callable[[list[str]], None]) -> None:
         # model call must not push the line that says what went wrong out of them.
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         traceback.print_exc()
-        sys.exit(OWN_BUG_EXIT if raised_in_own_code(exc) else 1)
+        own = raised_in_own_code(exc) and not isinstance(exc, WriteError)
+        sys.exit(OWN_BUG_EXIT if own else 1)
 
 
 def _log(log, argv, stdout, stderr, status: str) -> None:
@@ -238,7 +275,7 @@ def _log(log, argv, stdout, stderr, status: str) -> None:
     def text(x):
         return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
 
-    with open(log, "a") as fh:
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write("$ " + " ".join(map(str, argv)) + "\n")
         fh.write(text(stdout)[-20000:])
         fh.write(text(stderr)[-20000:])

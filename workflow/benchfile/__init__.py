@@ -17,8 +17,9 @@ key, its time is not measured and says why.
 
 Nothing from a file reaches a shell: every value becomes one argument of an argument
 list. Nothing a file names is read from outside the benchmarks root, the artifact
-directory and the external test files directory; flags that write files or run
-programs are refused outright.
+directory and the external test files directory; a flag that is not on the allow-list
+of `workflow.backends.iree.allowed_flags` (codegen, input and execution-tuning flags of
+the installed tools) is refused at validation.
 
 The steps, each a module, in the order a file goes through them:
 
@@ -27,8 +28,8 @@ The steps, each a module, in the order a file goes through them:
   runner does, and confinement (`confinement_problems`, `not_runnable`);
 - `select`: `Selection`, `select` and `attach` (a suite's files, SKUs and skips),
   `sku_reason`, `Availability` (the files `modules` name);
-- `flags`: `flag_paths` (which flags read or write files), `compile_flags`, `run_spec`,
-  `data_files` (what the compile and run stages are given);
+- `flags`: `flag_paths` (whether a flag is allowed, and which files it reads),
+  `compile_flags`, `run_spec`, `data_files` (what the compile and run stages are given);
 - `plan`: its cases as the workflow plans them (identity, record paths, modules,
   provenance, skipped pairs, report entries) and a case's file goldens;
 - `goldens`: the file's golden fields, and blessing them back atomically.

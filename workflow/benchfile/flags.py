@@ -1,10 +1,11 @@
-"""A benchmark file's flags: which files a flag makes IREE's tools read (`flag_paths`,
-for confinement), which flags benchflow owns or refuses, and what the compile and run
-stages are given (`compile_flags`, `run_spec`, `data_files`)."""
+"""A benchmark file's flags: which it may pass at all (the allow-list of
+workflow.backends.iree.allowed_flags: anything else is refused), which files those make
+IREE's tools read (`flag_paths`, for confinement), which flags benchflow owns, and what
+the compile and run stages are given (`compile_flags`, `run_spec`, `data_files`)."""
 
 from __future__ import annotations
 
-import re
+from workflow.backends.iree.allowed_flags import refusal
 
 # benchmark_flags that stand for the file's own fields, or that benchflow must own.
 REPETITIONS_FLAG = "--benchmark_repetitions="
@@ -15,9 +16,10 @@ OWNED_COMPILE_FLAGS = ("--iree-scheduling-dump-statistics-file=",
                        "--iree-scheduling-dump-statistics-format=")
 # Flags of iree-compile / iree-benchmark-module whose value names a file the tool reads,
 # and where in the value: "path" the value itself; "input" after its `@` (`[type=]@file`;
-# no `@`: a literal value); "scoped" after its scope (`[scope=]file`).
+# no `@`: a literal value); "scoped" after its scope (`[scope=]file`). Every other flag
+# on the allow-list (workflow.backends.iree.allowed_flags) reads no file.
 READ_FLAGS = {
-    "--module": "path", "--flagfile": "path", "--input": "input", "--function_input": "input",
+    "--module": "path", "--input": "input", "--function_input": "input",
     "--expected_output": "input", "--parameters": "scoped",
     "--iree-opt-import-parameters": "scoped",
     "--iree-codegen-transform-dialect-library": "path",
@@ -25,49 +27,27 @@ READ_FLAGS = {
     "--iree-hal-executable-object-search-path": "path",
     "--iree-rocm-bc-dir": "path", "--iree-hip-bc-dir": "path",
 }
-# Flags that write files or run programs: refused in a benchmark file, wherever they point.
-WRITE_OR_RUN_FLAGS = (
-    "--output", "--o", "--output-file", "--executable_plugin",
-    "--iree-llvmcpu-embedded-linker-path", "--iree-llvmcpu-system-linker-path",
-    "--iree-hal-preprocess-executables-with", "--iree-opt-export-parameters",
-    "--iree-opt-splat-parameters", "--mlir-pass-pipeline-crash-reproducer",
-    "--dump-compilation-phases-to", "--iree-flow-dump-dispatch-graph-output-file",
-    "--mlir-print-ir-tree-dir", "--iree-scheduling-dump-statistics-file",
-)
-WRITE_OR_RUN_PREFIXES = ("--iree-hal-dump-executable-", "--iree-dump-", "--dump-")
-# Any other flag names a file when its name ends in one of these words (or its value
-# looks like a path: it starts with @ / ~ . or holds a /).
-PATH_WORDS = {"file", "filename", "files", "path", "dir", "directory", "library", "to",
-              "flagfile"}
-LITERAL_RE = re.compile(r"^(true|false|[0-9.]+[a-z]*|-?[0-9]+)$", re.IGNORECASE)
+# Which tool a benchmark file's flag list goes to.
+TOOLS = {"compile_flags": "iree-compile", "benchmark_flags": "iree-benchmark-module"}
 # Compiled from MLIR of any dialect: the hand-written benchmarks are linalg, IREE's torch.
 INPUT_TYPE = "auto"
 
 
-def _no_value(name: str, what: str) -> ValueError:
-    return ValueError(f"{name} {what}: give it as {name}=FILE (without `=`, iree-compile "
-                      "would take the next argument as its value)")
-
-
-def flag_paths(flag: str) -> list[str]:
-    """The files a flag makes iree-compile or iree-benchmark-module read (relative ones
-    are relative to the working directory); ValueError for a flag that writes files or
-    runs a program, or that takes a file but has no `=value`."""
+def flag_paths(flag: str, tool: str) -> list[str]:
+    """The files a flag makes `tool` (iree-compile or iree-benchmark-module) read
+    (relative ones are relative to the working directory); ValueError for a flag that is
+    not on the allow-list (it may write files, run a program or load code), or that reads
+    a file but has no `=value`."""
+    why = refusal(flag, tool)
+    if why:
+        raise ValueError(why)
     name, eq, value = flag.partition("=")
-    if name in WRITE_OR_RUN_FLAGS or name.startswith(WRITE_OR_RUN_PREFIXES):
-        raise ValueError(f"{name} writes files or runs a program: benchflow does not pass it "
-                         "from a benchmark file")
     kind = READ_FLAGS.get(name)
     if kind is None:
-        last = re.split(r"[-_]", name.lstrip("-"))[-1].lower()
-        if not eq and last in PATH_WORDS:
-            raise _no_value(name, "may name a file")
-        looks = value.startswith(("@", "/", "~", ".")) or "/" in value
-        if not eq or (not looks and (last not in PATH_WORDS or LITERAL_RE.match(value))):
-            return []
-        kind = "input" if "@" in value else "path"
+        return []
     if not eq:
-        raise _no_value(name, "names a file")
+        raise ValueError(f"{name} names a file: give it as {name}=FILE (without `=`, the "
+                         "tool would take the next argument as its value)")
     if kind == "input":
         _, at, path = value.partition("@")
         return [path] if at else []

@@ -48,6 +48,6 @@ def write_file(path: str | Path, data: dict) -> None:
     """Writes a benchmark file back atomically (records.storage.write_text): a crash or a
     full disk leaves the user's file whole, old or new."""
     # A file that is a link (into a checkout of iree-test-suites) is updated where it
-    # points, as writing it in place did: replacing the link would cut it off.
+    # points, as writing it in place did: write_text writes through links (files.py).
     # IREE's files are indented by 4; keep them diff-friendly for its reviewers.
-    write_text(Path(path).resolve(), json.dumps(data, indent=4) + "\n")
+    write_text(path, json.dumps(data, indent=4) + "\n")

@@ -19,7 +19,8 @@ from workflow.records import schemas
 from workflow.records.schemas import key_path, schema_problems
 from workflow.records.storage import read_json_file
 
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+# A file's id, <model>.<name>, matched whole (fullmatch: no trailing newline).
+ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # Keys only a benchmark file has: a JSON document with one of them is read as one.
 MARKERS = ("function_run", "inputs", "golden_time_ms", "golden_dispatch", "golden_size",
            "benchmark_flags")

@@ -22,8 +22,9 @@ default). Nothing is downloaded: a file whose MLIR, weights or inputs are absent
 skipped with what is missing and where it was looked for (`not_runnable`).
 
 Confinement (`confinement_problems`): every path a file names must resolve, symlinks
-followed, inside `Locations.roots`; flags that write files or run programs are refused
-(flags.flag_paths). The functions here take a parse.BenchmarkFile, whose methods of
+followed, inside the roots of its kind (`Locations.roots`): a directory named by an
+environment variable is a root of its own lookup only; a flag not on the allow-list is
+refused (flags.flag_paths). The functions here take a parse.BenchmarkFile, whose methods of
 the same names call them.
 """
 
@@ -35,10 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from workflow.benchfile.flags import OWNED_COMPILE_FLAGS, OWNED_FLAGS, flag_paths
+from workflow.benchfile.flags import OWNED_COMPILE_FLAGS, OWNED_FLAGS, TOOLS, flag_paths
+from workflow.errors import ConfigError
+from workflow.files import LOOP, file_problem, read_bytes
 from workflow.records.schemas import key_path
+from workflow.records.storage import MAX_JSON_BYTES
 
-OUTSIDE = "path resolves outside the benchmarks tree and the artifact directory"
+OUTSIDE = "path resolves outside the directories a benchmark file may read"
 # The upstream runner's environment: its artifacts live in $IREE_TEST_FILES/artifacts;
 # its README passes the external test files directory as $PATH_TO_EXTERNAL_FILES.
 ARTIFACTS_ENV = "IREE_TEST_FILES"
@@ -47,6 +51,8 @@ EXTERNAL_ENV = "PATH_TO_EXTERNAL_FILES"
 # MLIR from .../model.mlir; the runner's default weights).
 DEFAULT_MLIR_NAME = "model.mlir"
 DEFAULT_WEIGHTS_NAME = "real_weights.irpa"
+# The kinds of path, each confined to its own roots (Locations.roots).
+TREE, ARTIFACTS, EXTERNAL = "tree", "artifacts", "external"
 
 
 @dataclass(frozen=True)
@@ -79,17 +85,32 @@ class Locations:
             external, efrm = Path(os.path.expanduser(env[EXTERNAL_ENV])), f"${EXTERNAL_ENV}"
         return cls(root, artifacts, frm, external, efrm)
 
-    def roots(self) -> tuple[Path, ...]:
-        """The directories a benchmark file's paths must resolve inside (symlinks
-        resolved): the benchmarks root, the artifact and the external files directory."""
-        return tuple(p.resolve() for p in (self.root, self.artifacts, self.external)
-                     if p is not None)
+    def roots(self, kind: str = TREE) -> tuple[Path, ...]:
+        """The directories a path of `kind` must resolve inside (symlinks resolved):
+        EXTERNAL (mlir_file_name) the external files directory; ARTIFACTS (a name in the
+        file's artifact group) the artifact directory; TREE (whatever else a file names:
+        mlir_file_path, real_weights_file_path, @inputs, flag paths, modules) the
+        benchmarks root and the artifact and external directories that the suite or the
+        runner's default chose. A directory from $IREE_TEST_FILES or
+        $PATH_TO_EXTERNAL_FILES is a root of the one lookup it names: the environment
+        of whoever runs benchflow (PATH_TO_EXTERNAL_FILES=/) must not widen what every
+        file may read."""
+        if kind == EXTERNAL:
+            dirs = [self.external]
+        elif kind == ARTIFACTS:
+            dirs = [self.artifacts]
+        else:  # `of` writes a directory taken from the environment as from `$NAME...`
+            dirs = [self.root, *(d for d, frm in ((self.artifacts, self.artifacts_from),
+                                                  (self.external, self.external_from))
+                                 if d is not None and not frm.startswith("$"))]
+        return tuple(p.resolve() for p in dirs if p is not None)
 
-    def outside(self, path: Path | str) -> Path | None:
+    def outside(self, path: Path | str, kind: str = TREE) -> Path | None:
         """`path` resolved (symlinks followed, relative to the working directory) when it
-        is outside every root; None when it is inside one."""
+        is outside every root of its kind; None when it is inside one."""
         resolved = Path(path).resolve()
-        return None if any(resolved.is_relative_to(r) for r in self.roots()) else resolved
+        inside = any(resolved.is_relative_to(r) for r in self.roots(kind))
+        return None if inside else resolved
 
     @classmethod
     def beside(cls, path: Path) -> Locations:
@@ -106,19 +127,26 @@ class Found:
     how: str
     required: bool = True
     key: str = ""     # the file's key that named it (confinement problems name it)
+    kind: str = TREE  # which roots it must be inside (Locations.roots)
 
     @property
     def exists(self) -> bool:
-        return self.path is not None and self.path.is_file()
+        """A regular file is there (a FIFO, a directory or a link loop is none)."""
+        return self.path is not None and file_problem(self.path) is None
 
     def missing(self, what: str) -> str | None:
-        """Why the file cannot be used, or None."""
-        if self.exists or not self.required:
-            return None
+        """Why the file cannot be used, or None. An optional file that is absent is no
+        problem; one that is there but no regular file (a FIFO, a directory, a link
+        loop) is, said as what it is: the tool would block on it or fail."""
         if self.path is None:
-            return f"{what} cannot be located: {self.how}"
-        return (f"{what} is absent: expected {self.path} ({self.how}); benchflow never "
-                "downloads")
+            return f"{what} cannot be located: {self.how}" if self.required else None
+        problem = file_problem(self.path)
+        if problem is None or (problem == "does not exist" and not self.required):
+            return None
+        if problem == "does not exist":
+            return (f"{what} is absent: expected {self.path} ({self.how}); benchflow never "
+                    "downloads")
+        return f"{what} {self.path} {problem} ({self.how})"
 
 
 def url_name(url: str) -> str:
@@ -144,7 +172,7 @@ def in_group(f, name: str, because: str, key: str) -> Found:
     return Found(w.artifacts / f.group / name,
                  f"{because}, in <artifacts>/{f.group}/ where <artifacts> is "
                  f"{w.artifacts_from}; set benchmark_files.artifacts_dir or "
-                 f"${ARTIFACTS_ENV} to point elsewhere", key=key)
+                 f"${ARTIFACTS_ENV} to point elsewhere", key=key, kind=ARTIFACTS)
 
 
 def quality_mlir_name(f) -> str | None:
@@ -152,8 +180,9 @@ def quality_mlir_name(f) -> str | None:
     (sharktank_models/quality_tests/<model>/<name>.json beside the benchmarks root)."""
     q = f.where.root.parent / "quality_tests" / f.model / f"{f.name}.json"
     try:
-        url = json.loads(q.read_text()).get("mlir")
-    except (OSError, ValueError, AttributeError):
+        # Optional: a quality file that is absent, no regular file or no JSON names none.
+        url = json.loads(read_bytes(q, cap=MAX_JSON_BYTES, what="a JSON file")).get("mlir")
+    except (ConfigError, ValueError, AttributeError):
         return None
     return url_name(url) if isinstance(url, str) else None
 
@@ -174,7 +203,7 @@ def _named_mlir(f) -> Found | None:
                                f"or ${EXTERNAL_ENV}", key="mlir_file_name")
         return Found(w.external / name, f"mlir_file_name {name!r}, in the external test "
                                         f"files directory ({w.external_from})",
-                     key="mlir_file_name")
+                     key="mlir_file_name", kind=EXTERNAL)
     return None
 
 
@@ -208,7 +237,7 @@ def locate_weights(f) -> Found:
                         "real_weights_file_name")
     found = in_group(f, DEFAULT_WEIGHTS_NAME, "the runner's default weights",
                      f"(the default <artifacts>/<group>/{DEFAULT_WEIGHTS_NAME})")
-    return Found(found.path, found.how, required=False, key=found.key)
+    return Found(found.path, found.how, required=False, key=found.key, kind=found.kind)
 
 
 def input_args(f) -> list[str]:
@@ -225,20 +254,25 @@ def input_files(f) -> list[str]:
 
 
 def _outside(f, source: str, key: str, raw: str, path: Path | str,
-             must_exist: bool = True) -> list[str]:
-    """The problem of a path outside the file's roots (none for an absent path, unless
-    `must_exist` is False: a flag's path is refused wherever it would be)."""
+             must_exist: bool = True, kind: str = TREE) -> list[str]:
+    """The problem of a path outside the roots of its kind (none for an absent path,
+    unless `must_exist` is False: a flag's path is refused wherever it would be)."""
     if must_exist and not os.path.lexists(path):
         return []
-    resolved = f.where.outside(path)
+    if file_problem(path) == LOOP:  # Path.resolve() would raise RuntimeError on it
+        return [f"{source}: {key}: {raw!r} {LOOP}; expected a path inside the benchmarks "
+                "tree or the artifact directory"]
+    resolved = f.where.outside(path, kind)
     if resolved is None:
         return []
-    return [f"{source}: {key}: {OUTSIDE}: {raw!r} is {resolved}"]
+    inside = " or ".join(str(r) for r in f.where.roots(kind)) or "(none is set)"
+    return [f"{source}: {key}: {OUTSIDE}: {raw!r} is {resolved}; expected a path inside "
+            f"{inside}"]
 
 
 def _flag_problems(f, source: str) -> list[str]:
-    """Flags that write files or run programs, and every file a flag reads that is
-    outside the roots, in the order of the flags."""
+    """Flags not on the allow-list, and every file a flag reads that is outside the
+    roots, in the order of the flags."""
     problems = []
     for flags_key, owned in (("compile_flags", OWNED_COMPILE_FLAGS),
                              ("benchmark_flags", OWNED_FLAGS)):
@@ -247,7 +281,7 @@ def _flag_problems(f, source: str) -> list[str]:
                 continue  # dropped: benchflow sets its own
             key = key_path([flags_key, i])
             try:
-                paths = flag_paths(flag)
+                paths = flag_paths(flag, TOOLS[flags_key])
             except ValueError as exc:
                 problems.append(f"{source}: {key}: {exc}")
                 continue
@@ -257,16 +291,17 @@ def _flag_problems(f, source: str) -> list[str]:
 
 
 def confinement_problems(f, source: str | None = None) -> list[str]:
-    """Every path the file names that resolves (symlinks followed) outside the
-    benchmarks root, the artifact and the external files directory, and every flag
-    that writes files or runs a program, each 'file: key: why'. A named path outside
+    """Every path the file names that resolves (symlinks followed) outside the roots
+    of its kind (Locations.roots), and every flag not on the allow-list, each
+    'file: key: why'. A named path outside
     them that does not exist is left to not_runnable (absent: the file is skipped)."""
     source = source or str(f.path)
     problems = []
     for found in (locate_mlir(f), locate_weights(f)):
         if found.path is not None:
             problems += _outside(f, source, found.key,
-                                 str(f.data.get(found.key, found.path)), found.path)
+                                 str(f.data.get(found.key, found.path)), found.path,
+                                 kind=found.kind)
     for i, spec in enumerate(f.data["inputs"]):
         head, at, rel = spec.partition("@")
         if at:
@@ -281,7 +316,10 @@ def not_runnable(f) -> str | None:
     if why:
         return why
     for i, rel in enumerate(input_files(f)):
-        if not Path(rel).is_file():
+        problem = file_problem(rel)
+        if problem == "does not exist":
             return f"its input inputs[{i}] is absent: expected {rel} (benchflow never " \
                    "downloads)"
+        if problem:
+            return f"its input inputs[{i}] {rel} {problem}"
     return None

@@ -17,6 +17,8 @@ from pathlib import Path
 from workflow.benchfile.parse import ID_RE, BenchmarkFile, default_dir, load_file
 from workflow.benchfile.resolve import OUTSIDE, Locations
 from workflow.errors import ConfigError
+from workflow.files import directory_problem
+from workflow.paths import MAX_ID
 from workflow.records.schemas import key_path
 
 
@@ -104,11 +106,13 @@ class Availability:
 
     def __init__(self, sel: Selection, where: Locations):
         self.sel, self.where = sel, where
-        self.index: dict[tuple[str, str], Path] = {}
-        for path in sorted(where.root.glob("*/*.json"), reverse=True):  # first wins
+        # Every file a module name finds: `a_b/c_cpu.json` and `a/b_c_cpu.json` are both
+        # a_b_c; such a name is refused as ambiguous, never resolved to either.
+        self.index: dict[tuple[str, str], list[Path]] = {}
+        for path in sorted(where.root.glob("*/*.json")):
             stem = path.stem
             sub, _, backend = stem.rpartition("_") if "_" in stem else (stem, "", "")
-            self.index[(f"{path.parent.name}_{sub}", backend)] = path
+            self.index.setdefault((f"{path.parent.name}_{sub}", backend), []).append(path)
         self.verdicts: dict[str, str | None] = {}
         self.problems: list[str] = []
 
@@ -134,17 +138,27 @@ class Availability:
                 ) -> tuple[str | None, str | None]:
         """(the id of the file `modules[i]` names, None) when it can run; (None, why)
         when it cannot."""
-        path = self.index.get((name, f.backend))
-        if path is None:
+        paths = self.index.get((name, f.backend), [])
+        if not paths:
             return None, (f"modules[{i}] {name!r}: no benchmark file <model>/<submodel>_"
                           f"{f.backend}.json under {self.where.root} whose <model>_<submodel> "
                           f"is {name!r}")
+        if len(paths) > 1:
+            self.problems.append(f"{f.path}: {key_path(['modules', i])}: {name!r} is the "
+                                 f"<model>_<submodel> of both {paths[0]} and {paths[1]}; "
+                                 "expected one benchmark file per name (rename one)")
+            return None, f"modules[{i}] {name!r} is ambiguous"
+        path = paths[0]
         resolved = self.where.outside(path)
         if resolved is not None:
             self.problems.append(f"{f.path}: {key_path(['modules', i])}: {OUTSIDE}: "
                                  f"{name!r} is {resolved}")
             return None, f"modules[{i}] {name!r}: {path} is outside the benchmarks tree"
         dep_id = f"{path.parent.name}.{path.stem}"
+        clash = id_clash(self.sel.files.get(dep_id), path)
+        if clash:
+            self.problems.append(clash)
+            return None, f"modules[{i}] {name!r}: {clash}"
         if dep_id not in self.sel.files:
             try:
                 self.sel.files[dep_id] = load_file(path, path.parent.name, self.where)
@@ -182,7 +196,17 @@ def _models(spec: dict, root: Path, where: str, problems: list[str]) -> list[str
 
 def _file_of(path: Path, model: str, spec: dict, locations: Locations,
              problems: list[str]) -> BenchmarkFile | None:
-    """The file at `path` when it is valid and its backend selected; its problems noted."""
+    """The file at `path` when it is valid and its backend selected; its problems noted.
+    Its name is checked first: a path with a newline must not start a line of its own."""
+    fid = f"{model}.{path.stem}"
+    if not ID_RE.fullmatch(fid) or len(fid) > MAX_ID:
+        backend = path.stem.rsplit("_", 1)[1] if "_" in path.stem else ""
+        if not spec["backends"] or backend in spec["backends"]:
+            shown = str(path) if str(path).isprintable() else repr(str(path))
+            problems.append(f"{shown}: expected a file name of [A-Za-z0-9_.-] only, at most "
+                            f"{MAX_ID} characters with its model directory (<model>.<name> "
+                            f"becomes a case id and a file name), got {fid!r}")
+        return None
     try:
         f = load_file(path, model, locations)
     except ConfigError as exc:
@@ -190,11 +214,16 @@ def _file_of(path: Path, model: str, spec: dict, locations: Locations,
         return None
     if spec["backends"] and f.backend not in spec["backends"]:
         return None
-    if not ID_RE.match(f.id):
-        problems.append(f"{path}: expected a file name of [A-Za-z0-9_.-] only "
-                        f"(it becomes a case id)")
-        return None
     return f
+
+
+def id_clash(known: BenchmarkFile | None, path: Path) -> str | None:
+    """Two files of one id: <model>.<name> joins with a dot, so `a/b.c_cpu.json` and
+    `a.b/c_cpu.json` are both a.b.c_cpu (one would run twice, the other never)."""
+    if known is None or known.path.resolve() == path.resolve():
+        return None
+    return (f"{path}: its id {known.id} (<model>.<name>) is also that of {known.path}; "
+            "expected one benchmark file per id (rename one of the two)")
 
 
 def select(config: dict, source: str, env=None) -> Selection:
@@ -207,8 +236,10 @@ def select(config: dict, source: str, env=None) -> Selection:
     where = f"{source}: benchmark_files"
     root = files_dir(spec)
     if not root.is_dir():
+        # Said as what it is: a file, a FIFO, a link loop (files.directory_problem).
+        found = directory_problem(root) or "does not exist"
         raise ConfigError([f"{where}.dir: expected a directory of benchmark files, "
-                           f"{root} is not one"])
+                           f"{root} {found}"])
     locations = Locations.of(spec, root, env)
     problems = _setting_problems(config, spec, where)
     chosen = _models(spec, root, where, problems)
@@ -219,7 +250,10 @@ def select(config: dict, source: str, env=None) -> Selection:
             if not fnmatch.fnmatch(path.stem, spec["filename"]):
                 continue
             f = _file_of(path, model, spec, locations, problems)
-            if f is None:
+            clash = id_clash(sel.files.get(f.id), path) if f is not None else None
+            if clash:
+                problems.append(clash)
+            if f is None or clash:
                 continue
             sel.files.setdefault(f.id, f)
             for sku in skus:

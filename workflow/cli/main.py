@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from workflow.cli import ab, benchmarks, bless, check, compare, coverage, run, validate
@@ -12,6 +13,11 @@ from workflow.errors import ConfigError
 # The subcommands, in the order `benchflow --help` lists them. Each module's
 # add_parser(sub) adds its parser and sets `func` to the module's run(args) -> int.
 COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks)
+# The exit status when whoever reads our output closed the pipe (`benchflow list | head
+# -1`): 128 + SIGPIPE, what a shell reports for cat, grep or yes cut off the same way, so
+# `set -o pipefail` scripts see benchflow as any other tool. Not 1: for `check` and `ab`
+# that means a regression, and a reader that stopped reading is not one.
+PIPE_CLOSED = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,11 +34,30 @@ def main(argv: list[str] | None = None) -> int:
         argv[0] = "list"
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return 1
+        try:
+            code = args.func(args)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            code = 1
+        # Flushed here, not at exit, so that a closed pipe is caught below: output to a
+        # pipe is block-buffered, and most of it is still in the buffer when run() returns.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader went away (Python's documented recipe, "Note on SIGPIPE"): what is
+    left in stdout's buffer goes to devnull, so that the flush at interpreter exit does
+    not fail again and print "Exception ignored ... BrokenPipeError"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file (output captured in-process)
+        sys.stdout = os.fdopen(devnull, "w")
+    return PIPE_CLOSED
 
 
 if __name__ == "__main__":

@@ -7,17 +7,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workflow.stages.validate import validate_files
+from workflow.stages.validate import KINDS, check_file
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("validate", help="check suite files; every problem with file and key path")
+    p = sub.add_parser("validate", help="check suite, benchmark, golden, report and results "
+                                        "files; every problem with file and key path")
     p.add_argument("files", nargs="+")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    problems = validate_files(args.files)
+    """A line per valid file saying what it was checked as; every problem on stderr."""
+    problems = []
+    for f in args.files:
+        checked = check_file(f)
+        problems += checked.problems
+        if not checked.problems:
+            print(f"{f}: {KINDS[checked.kind]}; valid")
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:

@@ -163,10 +163,25 @@ def case_problem(record) -> str | None:
     return _schema_problem(record, _case_schema(), "case record")
 
 
+def duplicate_case_problem(cases: list[dict]) -> str | None:
+    """The first case id a report holds twice, with both indices, or None. A report has
+    one record per case: readers key cases by id (compare, the gate, bless), so a second
+    copy would be dropped or win without a word. Not asked of a results file (`-o`),
+    which gets a record appended on every run of a case."""
+    first: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        j = first.setdefault(case["id"], i)
+        if j != i:
+            return (f"cases[{i}]: case id {case['id']!r} again (first at cases[{j}]); "
+                    "expected each case once")
+    return None
+
+
 def read_report(path: str | Path, *, results_files: bool = False,
                 case_requires: tuple[str, ...] = ()) -> dict:
     """The report at `path`, checked: JSON (no NaN/Infinity), an object, a schema version
-    of the major this benchflow reads, valid against report.schema.json.
+    of the major this benchflow reads, valid against report.schema.json, each case id
+    once (duplicate_case_problem).
 
     With results_files, a `benchflow run -o` results file is read too: benchflow's
     (`{"kind": "benchflow-results", "cases": [...]}`, its cases checked against the
@@ -212,7 +227,8 @@ def read_report(path: str | Path, *, results_files: bool = False,
     if kind is not None:
         raise ReportError(path, f"a file of kind {kind!r}, not {expected}")
     _check_version(path, doc, "report")
-    problem = _schema_problem(doc, _with_case_fields(report_schema(), case_requires), "report")
+    problem = (_schema_problem(doc, _with_case_fields(report_schema(), case_requires), "report")
+               or duplicate_case_problem(doc["cases"]))
     if problem:
         raise ReportError(path, problem)
     return doc

@@ -19,7 +19,10 @@ once) and never damages what is there:
   directory, flushed to disk, then os.replace()d over OUT.json, so a reader or a crash
   sees the old or the new file whole, and OUT.json keeps its mode;
 - an existing file that is neither format (bad JSON, another document) is refused
-  with an error naming it, and left as it was.
+  with an error naming it, and left as it was; so is an OUT.json that is no regular
+  file (a FIFO, /dev/zero, a directory, a link loop or a dangling link), unread;
+- an OUT.json that is a symbolic link is written through: its target is updated, the
+  link kept (as cp and editors do), and the lock is the target's.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from workflow.errors import ConfigError
+from workflow.files import read_bytes, write_target
 from workflow.records.case import SCHEMA_VERSION
-from workflow.records.storage import write_json, write_text
+from workflow.records.storage import MAX_JSON_BYTES, write_json, write_text
 from workflow.stats.enums import Status
 
 KIND = "benchflow-results"
@@ -61,9 +66,13 @@ def read_results(path: str | Path) -> dict | list:
     Raises ResultsFileError for anything else."""
     path = Path(path)
     try:
-        text = path.read_text()
+        # A FIFO, a device (/dev/zero), a directory or a link loop is refused unread.
+        text = read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON results file",
+                          os_errors=True).decode("utf-8")
     except FileNotFoundError:
         return new_document()
+    except ConfigError as exc:
+        raise ResultsFileError(f"{exc.problems[0]}; not appending") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFileError(f"{path}: cannot read it ({exc}); not appending") from None
     if not text.strip():
@@ -76,6 +85,7 @@ def read_results(path: str | Path) -> dict | list:
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             "left untouched, not appending: fix or move it, or pass another -o") from None
     if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+        case_list_problem(path, doc["cases"])
         return doc
     if is_forge_results(doc):
         return doc
@@ -84,6 +94,18 @@ def read_results(path: str | Path) -> dict | list:
         "'cases' list) nor a Forge benchmark.py one (a list of result objects, each with "
         f"{' and '.join(repr(k) for k in FORGE_KEYS)}); left untouched, not appending: "
         "pass another -o")
+
+
+def case_list_problem(path: Path, cases: list) -> None:
+    """Raises ResultsFileError naming the first entry of a results file's `cases` that
+    is not an object: records are appended beside them and read back as case records, so
+    a file holding a string, list, null or number there is no results file to extend."""
+    for i, entry in enumerate(cases):
+        if not isinstance(entry, dict):
+            got = "null" if entry is None else type(entry).__name__
+            raise ResultsFileError(
+                f"{path}: cases[{i}]: expected an object (a case record), got {got}; "
+                "left untouched, not appending: pass another -o")
 
 
 def new_document() -> dict:
@@ -136,7 +158,12 @@ def append_records(path: str | Path, records: list[dict], *,
     """Appends case records to the results file at `path` (created when missing) and
     returns how many entries it holds now. A Forge results list gets forge_entry()s,
     with `forge` (output, git_hash, date) as their run's details."""
-    path = Path(path)
+    try:
+        # A link is written through, the link kept; its lock sits beside the target, so
+        # writers through different links to one file still take turns.
+        path = write_target(path, what="a JSON results file")
+    except ConfigError as exc:
+        raise ResultsFileError(f"{exc.problems[0]}; not appending") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.with_name(path.name + ".lock")):
         # Read inside the lock: another writer's records, appended since, are kept.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import jsonschema
 import yaml
 from jsonschema.protocols import Validator
 
+from workflow.files import read_bytes
+from workflow.records.storage import MAX_JSON_BYTES
 from workflow.schemas import load  # noqa: F401 - the package's schemas, read here too
 
 
@@ -31,8 +34,8 @@ from workflow.schemas import load  # noqa: F401 - the package's schemas, read he
 def read(path: str | Path) -> dict:
     """A schema file by path, YAML or (by its .json suffix) JSON (cached: do not modify)."""
     path = Path(path)
-    with path.open() as fh:
-        return json.load(fh) if path.suffix == ".json" else yaml.safe_load(fh)
+    data = read_bytes(path, cap=MAX_JSON_BYTES, what="a schema file")
+    return json.loads(data) if path.suffix == ".json" else yaml.safe_load(data)
 
 
 def _on_a_copy(check):
@@ -49,7 +52,38 @@ def _fill_defaults(validator, properties, instance, schema):
     yield from _PROPERTIES(validator, properties, instance, schema)
 
 
-_BASE = jsonschema.Draft202012Validator
+@cache
+def _ecma_regex(pattern: str) -> re.Pattern:
+    """`pattern` compiled with ECMA-262's `$` (what JSON Schema's `pattern` means): the end
+    of the string only. Python's `$` also matches before a final newline, so with
+    jsonschema's own re.search a name `"cpu\\n"` would pass `^[A-Za-z0-9_.-]+$` and fail
+    later as a file name. `\\Z` is no ECMA escape (it would read as a literal Z
+    elsewhere), so the schemas keep `$` and it is read here: each `$` outside a
+    character class and not escaped becomes Python's `\\Z`."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        in_class = (c != "]") if in_class else (c == "[")
+        out.append("\\Z" if c == "$" and not in_class else c)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not _ecma_regex(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_BASE = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})
+# YAML reads `16.0` as a float, which JSON Schema's "integer" accepts (a number with no
+# fraction): suites take integers as written, so that a dimension or a count typed as a
+# float is refused instead of becoming "16.0" in an id or a float where a tool wants an int.
+_STRICT = jsonschema.validators.extend(_BASE, type_checker=_BASE.TYPE_CHECKER.redefine(
+    "integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool)))
 _PROPERTIES = _BASE.VALIDATORS["properties"]
 _FILLING = jsonschema.validators.extend(_BASE, {
     "properties": _fill_defaults,
@@ -57,9 +91,15 @@ _FILLING = jsonschema.validators.extend(_BASE, {
 })
 
 
-def validator(schema: dict, *, fill_defaults: bool = False) -> Validator:
+def validator(schema: dict, *, fill_defaults: bool = False,
+              strict_integers: bool = False) -> Validator:
     """A 2020-12 validator of `schema`; with fill_defaults, validating an instance also
-    fills its missing defaults in place (validate a copy of a valid instance)."""
+    fills its missing defaults in place (validate a copy of a valid instance); with
+    strict_integers (checking only, it fills nothing), "integer" takes ints only (not
+    16.0). `pattern` follows ECMA-262's
+    `$` (end of string), as JSON Schema defines it."""
+    if strict_integers:
+        return _STRICT(schema)
     return (_FILLING if fill_defaults else _BASE)(schema)
 
 
@@ -150,9 +190,10 @@ def _lines(error: jsonschema.ValidationError, source: str) -> list[tuple[list, s
     return [(path, f"{source}: {key_path(path)}: {_expected(error)}")]
 
 
-def schema_problems(instance: Any, schema: dict, source: str) -> list[str]:
+def schema_problems(instance: Any, schema: dict, source: str, *,
+                    strict_integers: bool = False) -> list[str]:
     """One line per problem, `file: key.path: what was expected`, sorted by key path."""
-    check = validator(schema)
+    check = validator(schema, strict_integers=strict_integers)
     lines = [line for error in check.iter_errors(instance)
              for leaf in _branch_errors(error) for line in _lines(leaf, source)]
     return [text for _, text in sorted(lines, key=lambda pl: list(map(str, pl[0])))]

@@ -3,14 +3,17 @@ leaves a half-written file that a later run would take for a result."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from workflow.errors import ConfigError
+from workflow.files import read_bytes, write_target
 
 
 class WriteError(OSError):
@@ -28,16 +31,32 @@ class WriteError(OSError):
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Writes a file atomically: a temporary file in the same directory, flushed to disk,
-    then os.replace()d over `path`, so a reader or a crash sees the old or the new file
-    whole. The file keeps the mode of the one it replaces, and a new file gets
-    0666 & ~umask as open() would give it: mkstemp's 0600 would hide published results
-    from a web server or an artifact uploader.
+    """Writes a text file atomically (UTF-8) through atomic_writer: a reader or a crash
+    sees the old or the new file whole; a failed write raises WriteError."""
+    with atomic_writer(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write `path`'s new content to, in blocks (a module or an MLIR file
+    can be gigabytes) or by a library that takes a file (numpy, MLIR's bytecode writer):
+    a temporary file in the same directory, flushed to disk, then os.replace()d over
+    `path` when the block ends, so a reader or a crash sees the old or the new file whole.
+    A library that takes only a path may write to `fh.name` (the temporary file's path)
+    as long as nothing is written through `fh` itself. The file keeps the mode of the one
+    it replaces, and a new file gets 0666 & ~umask as open() would give it: mkstemp's
+    0600 would hide published results from a web server or an artifact uploader.
 
     A write that fails (a full or read-only file system, ...) removes its temporary file,
     leaves `path` as it was (absent, or the old file whole) and raises WriteError naming
-    `path` and the reason."""
-    path = Path(path)
+    `path` and the reason; any other exception of the block is raised unchanged, after
+    the same clean-up.
+
+    A `path` that is a symbolic link is written through (its target replaced, the link
+    kept, as cp and editors do); a directory, FIFO, device or socket, a link loop or a
+    dangling link is refused with a ConfigError before anything is written."""
+    path = write_target(path, what="a regular file to write")
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,8 +67,9 @@ def write_text(path: str | Path, text: str) -> None:
             os.umask(umask)
             mode = 0o666 & ~umask
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        os.close(fd)
+        with open(tmp, "wb") as fh:
+            yield fh
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
@@ -70,8 +90,12 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    with Path(path).open() as fh:
-        return json.load(fh)
+    """A JSON file benchflow wrote (a stage's output): an absent or unreadable one raises
+    its OSError, bad JSON a ValueError, as callers that rebuild it expect; a file that
+    is not a regular one (a FIFO left there would block) or one past MAX_JSON_BYTES is a
+    ConfigError naming it."""
+    return json.loads(read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file",
+                                 os_errors=True))
 
 
 def file_sha256(path: str | Path) -> str:
@@ -127,10 +151,9 @@ def touch_empty(path: str | Path) -> None:
     Snakemake requires every declared output; a failed stage still 'succeeds' as a
     job (failures are data), so its binary outputs exist but are empty and its
     stage JSON says why. Downstream stages read the JSON first and never the artifact.
+    On a read-only file system it raises WriteError naming the artifact.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"")
+    write_text(path, "")
 
 
 # Far above any report benchflow writes (about 3.5 KB a case: 150,000 cases), far below
@@ -144,22 +167,8 @@ def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
     another exception. NaN and Infinity are refused unless `constants_ok(document)`
     says the document's format allows them (Forge's results lists)."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigError([f"{path}: is a directory, not a file"])
-    try:
-        # A FIFO or a device would block or never end: only a regular file is read, and
-        # no more of it than MAX_JSON_BYTES (one byte past says it is larger).
-        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-            raise ConfigError([f"{path}: not a regular file; expected a JSON file"])
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_JSON_BYTES + 1)
-        if len(raw) > MAX_JSON_BYTES:
-            raise ConfigError([f"{path}: larger than {MAX_JSON_BYTES:,} bytes; "
-                               "expected a JSON file below that"])
-    except FileNotFoundError:
-        raise ConfigError([f"{path}: file not found"]) from None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read it: {exc.strerror or exc}"]) from None
+    # A FIFO, a device or a directory is refused, never read (files.read_bytes).
+    raw = read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,6 +13,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 
+from workflow.render.common import md_text
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.verdict import GoldenRef, Settings, time_verdict
 from workflow.suite.defaults import gate_settings
@@ -120,8 +121,10 @@ def to_markdown(result: dict) -> str:
     s = result["settings"]
     base, new = result["base"], result["new"]
     out = ["## Benchmark comparison", "",
-           f"base `{base['git_sha'] or '?'}` ({base['generated_at']}) → new "
-           f"`{new['git_sha'] or '?'}` ({new['generated_at']}): {result['compared']} cases. "
+           # The reports' own fields are text, never markup (md_text).
+           f"base `{md_text(base['git_sha'] or '?')}` ({md_text(base['generated_at'])}) → new "
+           f"`{md_text(new['git_sha'] or '?')}` ({md_text(new['generated_at'])}): "
+           f"{result['compared']} cases. "
            f"A change counts beyond ×{s['tolerance']:g} (or below ×{1 / s['tolerance']:.3g}) "
            f"with p < {s['p_value']:g} (exact one-sided Mann-Whitney on invocation medians).",
            ""]
@@ -132,7 +135,7 @@ def to_markdown(result: dict) -> str:
             out += ["none", ""]
             continue
         table = ["| case | new (vs. base, change) | p | note |", "|---|---|---|---|"]
-        table += [f"| `{r.id}` | {_cell(r)} | {_p(r)} | {r.note} |" for r in rows]
+        table += [f"| `{r.id}` | {_cell(r)} | {_p(r)} | {md_text(r.note)} |" for r in rows]
         if name == SIMILAR and len(rows) > 10:
             # Long unchanged lists would drown a pull-request comment: fold them.
             out += ["<details><summary>show</summary>", "", *table, "", "</details>", ""]
@@ -144,7 +147,7 @@ def to_markdown(result: dict) -> str:
             + (f"×{g:.4f} ({g - 1:+.1%})" if g is not None else "n/a") + " |", ""]
     if result["unmatched"]:
         out += [f"### Not compared ({len(result['unmatched'])})", ""]
-        out += [f"- `{cid}`: {why}" for cid, why in result["unmatched"]]
+        out += [f"- `{cid}`: {md_text(why)}" for cid, why in result["unmatched"]]
         out.append("")
     return "\n".join(out)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,7 +74,9 @@ def problems_of(data, source: str) -> list[str]:
 def read(path: str | Path, sku: str | None = None) -> dict:
     """A golden file (checked); an empty one for `sku` when it does not exist."""
     path = Path(path)
-    if not path.exists():
+    # lexists: a dangling link or a link loop is read, and refused as what it is, not
+    # taken for "no goldens yet" (which would make every case new and the gate pass).
+    if not os.path.lexists(path):
         if sku is None:
             raise ConfigError([f"{path}: file not found"])
         return empty(sku)
@@ -90,7 +93,7 @@ def check_dir(directory: str | Path, skus) -> list[str]:
     problems = []
     for sku in skus:
         path = golden_path(directory, sku)
-        if path.exists():
+        if os.path.lexists(path):
             try:
                 read(path)
             except ConfigError as exc:
@@ -127,7 +130,7 @@ def lookup(case_id: str, golden_file: str | Path | None, file_goldens: dict | No
            file_source: str | None = None) -> GoldenRef | None:
     """A case's golden: its entry in the SKU's golden file (invocation medians: the full
     protocol) wins; else a benchmark file's goldens; else none."""
-    if golden_file and Path(golden_file).exists():
+    if golden_file and os.path.lexists(golden_file):
         entry = read(golden_file)["cases"].get(case_id)
         if entry:
             ref = ref_from_entry(entry, str(golden_file))

@@ -5,6 +5,7 @@ seconds it took, why it stopped, and the smallest slowdown it could have detecte
 from __future__ import annotations
 
 from workflow.render import templating
+from workflow.render.common import md_text
 from workflow.stats.enums import ABVerdict
 
 COLUMNS = ("verdict", "base → new", "workload", "ratio", "interval", "p", "rounds",
@@ -56,7 +57,8 @@ def markdown(doc: dict) -> str:
     rows = [_cells(r) for r in doc["pairs"]]
     lines = ["", "## A/B comparisons (interleaved)", "", EXPLANATION, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    # Every cell as text (a failed row's error may carry markup): HTML and pipes escaped.
+    lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -281,6 +281,18 @@ def interval_text(case: dict) -> str:
     return fmt(med)
 
 
+def md_text(value: Any) -> str:
+    """Text for a Markdown cell or list item, shown as written: `&` and `<` escaped as
+    HTML, so that a tool's error (or any field of a report) carrying `<script>` or
+    `<img onerror=...>` stays text instead of markup a viewer renders or runs (`<` opens
+    every kind of raw HTML and autolink, `&` every entity; `>` opens nothing, so arrows
+    and comparisons stay readable in the file); `|` escaped, which would end a table
+    cell; on one line. Case ids need none of it: they go in code spans, whose content
+    Markdown never reads as markup, and their schema allows no backtick."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    return " ".join(text.splitlines())
+
+
 def error_summary(text: str | None, limit: int = 200) -> str:
     """One line about a failure: the error's first line, plus its first `error:` line
     when that comes later (iree-compile's first line only says it exited with 1)."""

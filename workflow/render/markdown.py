@@ -59,12 +59,12 @@ COLUMNS = (
 
 
 def cell(value: str) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return value.replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell: HTML and pipes escaped, one line (common.md_text)."""
+    return c.md_text(value)
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -113,14 +113,14 @@ def attention(cases: list[dict]) -> str:
     degraded = [x for x in cases if c.status(x) == c.DEGRADED and not c.regressions(x)]
     parts = []
     if regressed:
-        lines = [f"- `{x['id']}`: {c.regression_text(x)}" for x in regressed]
+        lines = [f"- `{x['id']}`: {cell(c.regression_text(x))}" for x in regressed]
         parts.append(f"### Regressions ({len(regressed)})\n\n" + "\n".join(lines))
     if failed:
-        lines = [f"- `{x['id']}`: failed at {x.get('stage')}: {c.error_summary(x.get('error'))}"
-                 for x in failed]
+        lines = [f"- `{x['id']}`: failed at {cell(x.get('stage'))}: "
+                 f"{cell(c.error_summary(x.get('error')))}" for x in failed]
         parts.append(f"### Failures ({len(failed)})\n\n" + "\n".join(lines))
     if degraded:
-        lines = [f"- `{x['id']}`: {'; '.join(c.degraded_reasons(x))}" for x in degraded]
+        lines = [f"- `{x['id']}`: {cell('; '.join(c.degraded_reasons(x)))}" for x in degraded]
         parts.append(f"### Degraded accuracy ({len(degraded)})\n\n" + "\n".join(lines))
     text = "\n\n".join(parts) or "No regressions, failures or accuracy losses."
     skipped = c.skipped(cases)
@@ -199,7 +199,7 @@ def op_tables(cases: list[dict]) -> str:
             for op, n in c.section(x, "graph").get("op_histogram", {}).items():
                 counts.setdefault(op, set()).add(n)
         if not counts:
-            out.append(f"#### {key}\n\nNo exported graph (every export failed or the model "
+            out.append(f"#### {cell(key)}\n\nNo exported graph (every export failed or the model "
                        "ran nowhere).")
             continue
         rows = []
@@ -209,7 +209,7 @@ def op_tables(cases: list[dict]) -> str:
             rows.append([op, str(n[0]) if len(n) == 1 else f"{n[0]}–{n[-1]}",
                          *(backend_status([x for x in having if x["backend"] == b], op)
                            for b in backends)])
-        out.append(f"#### {key}\n\n" + table(["aten op", "count", *backends], rows))
+        out.append(f"#### {cell(key)}\n\n" + table(["aten op", "count", *backends], rows))
     return "\n\n".join(out)
 
 
@@ -245,12 +245,13 @@ def render(report: dict, source: str = "results/report.json") -> str:
     header = [name for name, _ in COLUMNS]
     return template.substitute(
         source=source,
-        suite_name=prov.get("suite_name", "—"),
-        generated_at=report.get("generated_at", "—"),
-        git_sha=f"`{prov.get('git_sha') or 'unknown'}`",
-        host=f"{host.get('name', '?')} ({host.get('cpu_model', '?')}, {host.get('cores', '?')} "
-             "cores)",
-        versions=", ".join(f"{k} {v}" for k, v in versions.items() if v),
+        # Every field of the report is text to show, never markup (common.md_text).
+        suite_name=cell(prov.get("suite_name", "—")),
+        generated_at=cell(report.get("generated_at", "—")),
+        git_sha=f"`{cell(prov.get('git_sha') or 'unknown')}`",
+        host=cell(f"{host.get('name', '?')} ({host.get('cpu_model', '?')}, "
+                  f"{host.get('cores', '?')} cores)"),
+        versions=cell(", ".join(f"{k} {v}" for k, v in versions.items() if v)),
         counts=counts_line(cases),
         attention=attention(c.ordered(cases)),
         coverage_table=table(header, [coverage_row(x, index) for x in c.ordered(cases)]),

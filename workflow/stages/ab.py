@@ -44,7 +44,7 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
     from workflow.paths import COMPILE_META, COMPILE_VMFB, EXPORT_INPUTS, EXPORT_META
 
     row = {"base": base, "new": new, "workload": workload, "kind": "iree"}
-    with open(log, "a") as fh:
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"A/B {base} -> {new} on {workload}\n")
     for sku in (base, new):
         compiled = StageResult.read(COMPILE_META.format(sku=sku, workload=workload))

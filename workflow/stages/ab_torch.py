@@ -161,7 +161,7 @@ def compare_torch_pair(*, pair: dict, ab: dict, timeout: float, out: str, log: s
     workloads = {r: pair[r]["side"]["workload"] for r in ROLES}
     if workloads["base"] != workloads["new"]:
         row["workloads"] = workloads
-    with open(log, "a") as fh:
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"torch A/B {row['base']} -> {row['new']} on {row['workload']}\n")
     row["threads"] = side_threads(pair, log)
     sides = {r: _Side(pair[r], threads=row["threads"][r], block_s=block_s,

@@ -84,7 +84,7 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             prior = None  # none yet, or unreadable: export again
         problem = export_reuse_problem(prior, parts, timeout, retry_failures)
-        with open(log, "a") as fh:
+        with open(log, "a", encoding="utf-8", errors="replace") as fh:
             fh.write(f"export {key}: " + (f"reused from {meta} ({prior.status})\n"
                                           if problem is None else f"exporting ({problem})\n"))
         if problem is None:
@@ -122,7 +122,13 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
             t0 = time.monotonic()
             run_tool(argv, stage="compile", timeout=timeout, log=log)
             seconds = time.monotonic() - t0
-            counts = iree.parse_compile_statistics(stats_file.read_text())
+            # The tool's file: its bytes decoded with replacement, its shape checked.
+            try:
+                counts = iree.parse_compile_statistics(
+                    stats_file.read_text(encoding="utf-8", errors="replace"))
+            except (OSError, ValueError) as exc:
+                raise StageError("compile", f"unreadable iree-compile statistics: {exc}"
+                                 ) from None
         return {"seconds": seconds, "binary_bytes": os.path.getsize(vmfb), "flags": flags,
                 "compiler_version": sku_compiler_version(sku, log), **counts}
 
@@ -373,7 +379,7 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                 for c, p in zip(cases, parts, strict=True)]
     forced = last_context == context and not any(problems)
     listed, kept = [], {}
-    with open(log, "a") as fh:
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem in zip(cases, parts, problems, strict=True):
             ident = case["identity"]
             key = keys.digest(part)

@@ -5,11 +5,11 @@ A result is reused only when its key matches (DESIGN.md, "Content keys"):
   exporter, the torch build and the iree-base-compiler build (its FX importer writes
   the MLIR);
 - an IREE case (compile, run, verify and the record): its export key, its identity, the
-  SKU's settings but its description, the builds of the SKU's compiler and benchmark
-  tool and of iree.runtime (verify), the accuracy tolerances, and whether the SKU's
-  device is on the measuring machine. The MLIR and module bytes are not known before the
-  job; the files a case was made from are fingerprinted when it is written and checked
-  before it is reused (stages/iree.py);
+  SKU's settings but its description (and the opt-in of its compile flags), the builds
+  of the SKU's compiler and benchmark tool and of iree.runtime (verify), the accuracy
+  tolerances, and whether the SKU's device is on the measuring machine. The MLIR and
+  module bytes are not known before the job; the files a case was made from are
+  fingerprinted when it is written and checked before it is reused (stages/iree.py);
 - a torch batch: its plan, the model sources of its cases, the recipes' code, and the
   torch and torchao builds its interpreter imports (a SKU's `torch.python` included).
 
@@ -75,11 +75,21 @@ def iree_tools(sku: dict) -> dict:
             "verify runtime": package_build("iree-base-runtime")}
 
 
+def sku_settings(sku: dict) -> dict:
+    """A SKU's settings that decide what its cases produce: not its description, nor
+    `iree.allow_any_compile_flags`, which only decides whether the suite is accepted
+    (adding it must not measure every case again)."""
+    out = {k: v for k, v in sku.items() if k != "description"}
+    if "iree" in out:
+        out["iree"] = {k: v for k, v in out["iree"].items() if k != "allow_any_compile_flags"}
+    return out
+
+
 def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool) -> dict:
     """The parts of an IREE case's key; `case` is a batch plan entry (spec, identity)."""
     spec = case["spec"]
     return {"export": export_parts(spec), "identity": case["identity"],
-            "sku settings": {k: v for k, v in sku.items() if k != "description"},
+            "sku settings": sku_settings(sku),
             "tools": iree_tools(sku), "tolerances": tolerances, "device here": device_here}
 
 

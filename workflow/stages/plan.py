@@ -3,6 +3,9 @@ naming every problem), and the job lists and params planned from it."""
 
 from __future__ import annotations
 
+import json
+import re
+
 from snakemake.exceptions import WorkflowError
 
 from workflow.benchfile import plan as bench_plan
@@ -28,14 +31,48 @@ class Refused(WorkflowError):
 
 def load_suite(cli_configfiles, cli_overrides) -> Suite:
     """Loads the suite named by --configfile (default config/config.yaml) plus --config
-    overrides; raises Refused listing every problem (file, key path, expectation)."""
+    overrides; raises Refused listing every problem (file, key path, expectation), a
+    problem the overrides brought naming the override, not the file."""
     paths = [str(p) for p in cli_configfiles] or [str(DEFAULT_CONFIG)]
+    overrides = dict(cli_overrides or {})
     # The files are read here, not taken from Snakemake's merged `config`, so that
     # errors name the file they come from.
     try:
-        return load(paths, dict(cli_overrides or {}))
+        return load(paths, overrides)
     except ConfigError as exc:
-        raise Refused("invalid suite", exc.problems) from None
+        problems = exc.problems
+    if overrides:
+        try:
+            load(paths)
+            own: list[str] = []
+        except ConfigError as exc:
+            own = exc.problems
+        problems = blame_overrides(problems, own, ", ".join(paths), overrides)
+    raise Refused("invalid suite", problems)
+
+
+def override_text(key: str, value) -> str:
+    """An override as it can be written on the command line: Snakemake parses a --config
+    value as YAML, and JSON is such YAML."""
+    return f"--config {key}={json.dumps(value, default=str)}"
+
+
+def blame_overrides(problems: list[str], own: list[str], source: str,
+                    overrides: dict) -> list[str]:
+    """`problems` of the suite merged with --config `overrides`, each one the files alone
+    do not have (`own`) named by the override it comes from instead of the files
+    (`--config skus=...: skus: expected object ...`): the override of the key path's top
+    key, else all of them (a problem of the whole, such as an unknown key)."""
+    out = []
+    for problem in problems:
+        rest = problem.removeprefix(f"{source}: ")
+        if problem in own or rest == problem:
+            out.append(problem)
+            continue
+        top = re.split(r"[.\[:]", rest, maxsplit=1)[0]
+        keys = [top] if top in overrides else list(overrides)
+        out.append(f"{' '.join(override_text(k, overrides[k]) for k in keys)}: {rest}")
+    return out
 
 
 def attach_benchmark_files(suite: Suite):
@@ -129,8 +166,10 @@ def iree_batch_plan(suite: Suite, sku: str, batch: str) -> list[dict]:
 def sku_settings(suite: Suite, sku: str) -> dict:
     """The parts of a SKU that decide its results (its compile flags, device and
     measurement protocol): a rule param, so changing them reruns that SKU's jobs only.
-    The description is left out: rewording it re-measures nothing."""
-    return {k: v for k, v in suite.sku(sku).items() if k != "description"}
+    The description is left out: rewording it re-measures nothing (keys.sku_settings)."""
+    from workflow.stages.keys import sku_settings as settings
+
+    return settings(suite.sku(sku))
 
 
 def ab_batch_inputs(suite: Suite, base: str, new: str, workload: str) -> list[tuple[str, str]]:

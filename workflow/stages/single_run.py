@@ -27,8 +27,12 @@ import yaml
 
 from workflow.backends import proc
 from workflow.errors import ConfigError
+from workflow.files import directory_problem
 
 SOURCE = "benchflow run"
+# The suite_name of every one-case suite: a work directory holds one case, told by the
+# case ids of its report (check_workdir).
+RUN_SUITE = "benchflow-run"
 # How long a run waits for another run of the same case (or a snakemake) by default.
 LOCK_WAIT_S = 3600.0
 RUN_LOCK = ".benchflow-run.lock"
@@ -44,8 +48,17 @@ class RunFailed(Exception):
 
 
 def flat_id(case_id: str) -> str:
-    """A case id as one path component; '+' never occurs in ids, so this is one-to-one."""
-    return case_id.replace("/", "+")
+    """A case id as one path component; '+' never occurs in ids, so this is one-to-one.
+    Past paths.MAX_ID (four names of up to 64 characters and a workload id may pass a
+    component's 255 bytes) it keeps its start and a hash of the whole id."""
+    import hashlib
+
+    from workflow.paths import MAX_ID
+
+    flat = case_id.replace("/", "+")
+    if len(flat) <= MAX_ID:
+        return flat
+    return f"{flat[:MAX_ID - 17]}-{hashlib.sha256(flat.encode()).hexdigest()[:16]}"
 
 
 @dataclass
@@ -146,11 +159,19 @@ def plan_run(opts) -> RunPlan:
     problems = _option_problems(opts, spec, base, sku_name, backend)
     if problems:
         raise ConfigError(problems)
-    sku_name, sku = _run_sku(base.config["skus"][sku_name], sku_name, opts.loop_count)
+    run_name, sku = _run_sku(base.config["skus"][sku_name], sku_name, opts.loop_count)
+    other = base.config["skus"].get(run_name)
+    if run_name != sku_name and other is not None and other != sku:
+        # Its cases, work directory and results would be taken for that SKU's.
+        raise ConfigError([f"{SOURCE}: --loop_count {opts.loop_count}: SKU {sku_name} with "
+                           f"{opts.loop_count} repetitions is named {run_name}, which is also "
+                           f"a SKU of {base.source} with other settings; expected a name of "
+                           f"its own (rename that SKU, or run --sku {run_name})"])
+    sku_name = run_name
     # Every other suite-level setting (accuracy, timeouts, torch backends, ...) is the
     # base suite's; its workloads and torchao entries are replaced by this one case.
     suite = {k: v for k, v in copy.deepcopy(base.config).items() if k != "model_params"}
-    suite.update(suite_name="benchflow-run", skus={sku_name: sku}, backends=[backend],
+    suite.update(suite_name=RUN_SUITE, skus={sku_name: sku}, backends=[backend],
                  recipes=[opts.recipe], workloads=[_workload(opts, spec)])
     expanded = expand(validate_suite(suite, SOURCE), SOURCE)
     if len(expanded.cases) != 1:
@@ -159,6 +180,47 @@ def plan_run(opts) -> RunPlan:
     case = expanded.cases[0]
     workdir = Path(opts.workdir) if opts.workdir else Path("results/cli") / flat_id(case.id)
     return RunPlan(suite=suite, case=case, workdir=workdir)
+
+
+def check_workdir(plan: RunPlan, given: bool) -> None:
+    """Raises ConfigError when the work directory holds results this run would replace:
+    another suite's (its marker or report names it, stages/suite_dir.py), a suite file
+    of someone else's where this run writes suite.yaml, or a report of another case (all
+    one-case suites share RUN_SUITE, so the report's case ids tell them apart). Runs of
+    the same case share a directory on purpose; the caller holds its lock."""
+    from workflow.paths import REPORT
+    from workflow.records.report import read_report
+    from workflow.stages.suite_dir import SuiteIdentity, owner
+    from workflow.suite.schema import read_yaml
+
+    suite_file = plan.workdir / "suite.yaml"
+    mine = SuiteIdentity(RUN_SUITE, (str(suite_file.resolve()),))
+    found = owner(plan.workdir)
+    held = None
+    if found is not None and found != mine:
+        held = f"the results of suite {found.describe()}" if isinstance(found, SuiteIdentity) \
+            else f"results of a suite that cannot be told ({found})"
+    elif suite_file.exists():
+        try:
+            name = (read_yaml(suite_file) or {}).get("suite_name")
+        except (ConfigError, AttributeError):  # not YAML, not a mapping: not a run's
+            name = None
+        if name != RUN_SUITE:
+            held = f"{suite_file}, a suite file of its own (suite_name {name!r})"
+    if held is None and (plan.workdir / REPORT).is_file():
+        try:
+            ids = sorted({c["id"] for c in read_report(plan.workdir / REPORT)["cases"]})
+        except ConfigError:  # a broken report of this suite: the run rebuilds it
+            ids = [plan.case.id]
+        if plan.case.id not in ids:
+            held = f"the report of {', '.join(ids) or 'no case'} (another `benchflow run`)"
+    if held is not None:
+        where = f"--workdir {plan.workdir}" if given else str(plan.workdir)
+        raise ConfigError([
+            f"{SOURCE}: {where}: holds {held}, which this run of {plan.case.id} would "
+            "replace; expected a directory of its own: pass --workdir an empty directory "
+            "(or one of this case's runs), or leave --workdir out (results/cli/"
+            f"{flat_id(plan.case.id)})"])
 
 
 def snakemake_command(*options: str) -> list[str]:
@@ -264,7 +326,8 @@ def run_locked(plan: RunPlan, cores: int, verbose: bool, wait_s: float) -> dict:
     argv = snakemake_argv(plan, suite_file.resolve(), cores)
     code = run_snakemake(argv, log, verbose, min(wait_s, SNAKEMAKE_LOCK_WAIT_S))
     if code != 0:
-        tail = "" if verbose else "\n".join(log.read_text().splitlines()[-15:])
+        tail = "" if verbose else "\n".join(
+            log.read_text(errors="replace").splitlines()[-15:])
         raise RunFailed(f"snakemake exited with {code} ({log}):\n{tail}")
     report = read_json(plan.workdir / REPORT)
     records = [c for c in report["cases"] if c["id"] == plan.case.id]
@@ -287,10 +350,20 @@ def run_one(opts) -> RunOutcome:
         except ResultsFileError as exc:
             return RunOutcome(error=str(exc))
     plan = plan_run(opts)
+    problem = directory_problem(plan.workdir)  # a file, a FIFO, a link loop: named
+    if problem:
+        raise ConfigError([f"{plan.workdir}: {problem}; expected a work directory "
+                           "(--workdir)"])
+    given = bool(getattr(opts, "workdir", None))
+    if plan.workdir.is_dir():  # refused before its lock file is left in another's directory
+        check_workdir(plan, given)
     plan.workdir.mkdir(parents=True, exist_ok=True)
     wait_s = getattr(opts, "lock_wait", LOCK_WAIT_S)
     try:
         with workdir_lock(plan.workdir, wait_s, plan.case.id):
+            # Under the lock: a run of another case into the same directory, started
+            # beside this one, has written its report (or not yet begun) by now.
+            check_workdir(plan, given)
             outcome = RunOutcome(record=run_locked(plan, opts.cores, opts.verbose, wait_s))
     except (TimeoutError, RunFailed) as exc:
         return RunOutcome(error=str(exc))

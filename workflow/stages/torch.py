@@ -152,7 +152,7 @@ def interpreter_provenance(python: str | None, log: str | None) -> dict:
     if versions is None:
         versions = {"torch": None, "torchao": None}
         if log:
-            with open(log, "a") as fh:
+            with open(log, "a", encoding="utf-8", errors="replace") as fh:
                 fh.write(f"could not ask {python} for its torch version\n")
     return {"torch_python": python, "torch_version": versions.get("torch"),
             "torchao_version": versions.get("torchao")}
@@ -199,7 +199,7 @@ def with_threads(sku: dict, log: str | None) -> dict:
         return sku
     threads, share = available_cpus()
     if log:
-        with open(log, "a") as fh:
+        with open(log, "a", encoding="utf-8", errors="replace") as fh:
             fh.write(f"torch threads: {threads} (other processes used "
                      f"{'an unknown share' if share is None else f'{share:.0%}'} of the CPUs)\n")
     return {**sku, "torch": {**sku["torch"], "threads": threads}}

@@ -1,67 +1,103 @@
-"""`benchflow validate`'s work (cli/validate.py prints what `validate_files` returns):
-every problem of suite, benchmark and golden files, without running anything.
+"""`benchflow validate`'s work (cli/validate.py prints what `check_file` returns):
+every problem of suite, benchmark, golden, report and results files, without running
+anything. A suite is checked as a run checks it before its first job (stages/plan.py's
+own steps): the suite, the benchmark files it selects, its golden files.
 
 Kinds are told apart by content, not by name, so that a file can live anywhere: golden
-files carry `"kind": "benchflow-goldens"`; a JSON object with `function_run`, `inputs`
-or a `golden_*` object is a sharktank-format benchmark file; anything else is a suite.
+files carry `"kind": "benchflow-goldens"`, `benchflow run -o` results files
+`"kind": "benchflow-results"` (or are a Forge results list); an object with
+`schema_version` and `cases` and no kind is a report; a JSON object with `function_run`,
+`inputs` or a `golden_*` object is a sharktank-format benchmark file; anything else is a
+suite.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from workflow.errors import ConfigError
+from workflow.files import read_bytes
+from workflow.records.storage import MAX_JSON_BYTES
+
+# What `benchflow validate` calls each kind of file when it is valid.
+KINDS = {"goldens": "a benchflow goldens file", "benchmark": "a sharktank-format benchmark file",
+         "report": "a benchflow report", "results": "a `benchflow run -o` results file",
+         "suite": "a benchflow suite", "json": "a JSON file"}
 
 
-def validate_files(files: list[str | Path]) -> list[str]:
-    """Every problem of `files`, each naming its file and key path; [] when all are valid."""
-    from workflow.suite.load import load
+class Checked(NamedTuple):
+    kind: str             # a key of KINDS
+    problems: list[str]   # each naming the file and key path; [] when it is valid
 
-    problems: list[str] = []
-    for f in files:
-        found = file_problems(f)  # benchmark and golden files; None for a suite
-        if found is not None:
-            problems.extend(found)
-            continue
-        try:
-            load([f])
-        except ConfigError as exc:
-            problems.extend(exc.problems)
-    return problems
+
+def check_file(path: str | Path) -> Checked:
+    """What `path` is and every problem of it."""
+    found = file_problems(path)  # JSON files other than suites; None for a suite
+    return found if found is not None else Checked("suite", suite_problems(path))
+
+
+def suite_problems(path: str | Path) -> list[str]:
+    """Every problem a run of the suite at `path` would refuse it for before its first
+    job, by the run's own steps (the Snakefile's): the suite, then the benchmark files it
+    selects (their schema and confinement), then its golden files."""
+    from workflow.stages.plan import Refused, attach_benchmark_files, check_goldens, load_suite
+
+    try:
+        suite = load_suite([path], {})
+        attach_benchmark_files(suite)
+        check_goldens(suite)
+    except Refused as refusal:
+        return refusal.problems
+    return []
 
 
 def kind_of(data) -> str:
     from workflow.benchfile.parse import looks_like_file
+    from workflow.records import results_file
     from workflow.regression.goldens import KIND
 
     if isinstance(data, dict) and data.get("kind") == KIND:
         return "goldens"
+    if (isinstance(data, dict) and data.get("kind") == results_file.KIND) \
+            or (results_file.is_forge_results(data) and data):
+        return "results"
+    if isinstance(data, dict) and "kind" not in data and {"schema_version", "cases"} <= set(data):
+        return "report"
     if looks_like_file(data):
         return "benchmark"
     return "suite"
 
 
-def file_problems(path: str | Path) -> list[str] | None:
-    """Problems of a benchmark or golden file ('file: key: expected'); None for a suite."""
+def file_problems(path: str | Path) -> Checked | None:
+    """A JSON file's kind and problems ('file: key: expected'); None for a suite."""
     path = Path(path)
     if path.suffix != ".json" or not path.exists():
         return None
     try:
-        data = json.loads(path.read_text())
+        # Never blocks: a FIFO, a device or a directory is refused unread (files.py).
+        data = json.loads(read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file"))
+    except ConfigError as exc:
+        return Checked("json", exc.problems)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply
         return None  # the suite loader reports it, with its line
     kind = kind_of(data)
     if kind == "goldens":
         from workflow.regression.goldens import problems_of
 
-        return problems_of(data, str(path))
-    if kind == "benchmark":
+        return Checked(kind, problems_of(data, str(path)))
+    if kind in ("benchmark", "report", "results"):
         from workflow.benchfile.parse import load_file
+        from workflow.records.report import read_report
 
+        # Read as the commands that take it read it: `run` a benchmark file, `compare`,
+        # `check` and `bless` a report, `coverage` a results file.
+        read = {"benchmark": load_file, "report": read_report,
+                "results": lambda p: read_report(p, results_files=True)}[kind]
         try:
-            load_file(path)
+            read(path)
         except ConfigError as exc:
-            return exc.problems
-        return []
+            return Checked(kind, exc.problems)
+        return Checked(kind, [])
     return None

@@ -20,12 +20,16 @@ from workflow.backends.torch.recipes import parse, static_reason
 from workflow.errors import ConfigError
 from workflow.measure.plans import ab_plan, invocation_plan
 from workflow.models.registry import all_models
+from workflow.paths import MAX_ID
 from workflow.suite import shapes as shape_generators
 from workflow.suite.schema import read_yaml, validate_suite
 from workflow.suite.torchao import translate_model_params
 
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 IREE = "iree"
+# The names an id is made of are capped by the schema (64 characters each, config/
+# schema.yaml safe_name), so only a combination of long ones passes paths.MAX_ID (e.g. a
+# 64-character model registered by model_modules with a 64-character config).
 
 
 @dataclass(frozen=True)
@@ -358,6 +362,11 @@ def _register_workload(ex: _Expansion, w: Workload, here: str) -> bool:
     entry defines one of that id differently."""
     # Two entries may share a workload (e.g. one for IREE, one for torch backends) if
     # they define it alike and no case twice.
+    if len(w.id) > MAX_ID:
+        ex.problems.append(f"{ex.source}: {here}: workload id {w.id[:40]}... is {len(w.id)} "
+                           f"characters; expected at most {MAX_ID} (it names files: use "
+                           "shorter model, config or model_params names)")
+        return False
     if ex.suite.workloads.get(w.id, w) != w:
         ex.problems.append(f"{ex.source}: {here}: workload {w.id} is defined differently "
                            f"by {ex.origin[w.id]}; expected the same settings")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workflow.paths import MAX_ID
+
 ROLES = ("base", "new")
 # Joins a side's parts into its label and two workloads into a pair's: no SKU, backend,
 # recipe or workload id contains it, so labels are unambiguous, and path-safe.
@@ -153,6 +155,7 @@ def _torch_pair(suite, pair: dict, where: str) -> list[str]:
             problems.append(f"{where}: the sides measure no workload in common; expected "
                             "at least one (or name a workload on each side)")
     for p in found:
+        longest = max(p.key, key=len)
         if p.base == p.new:
             problems.append(f"{where}: base and new are both {p.base.label} on {p.workload}; "
                             "expected two different sides (an A/A check: two SKUs with the "
@@ -160,6 +163,10 @@ def _torch_pair(suite, pair: dict, where: str) -> list[str]:
         elif p.key in suite.torch_ab_pairs:
             problems.append(f"{where}: the pair {p.base.label} -> {p.new.label} on "
                             f"{p.workload} is listed twice; expected each pair once")
+        elif len(longest) > MAX_ID:  # the labels and the workload name its row's folders
+            problems.append(f"{where}: {longest[:40]}... is {len(longest)} characters; "
+                            f"expected at most {MAX_ID} for a side (sku+backend+recipe) or "
+                            "a pair's workloads (base+new): it names a folder")
         else:
             suite.torch_ab_pairs[p.key] = p
     return problems

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from workflow.errors import ConfigError
+from workflow.files import file_problem, read_bytes
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
 from workflow.records.schemas import key_path, schema_problems
@@ -89,6 +90,11 @@ def _check_nodes(root: yaml.Node, source: str) -> None:
                 continue
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "<complex key>"
             line = key_node.start_mark.line + 1
+            not_str = _yaml_key_kind(key_node)
+            if not_str:
+                text = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                raise ConfigError([f"{source}: {key_path(path)}: "
+                                   f"{_key_problem(text, not_str, line)}"])
             if isinstance(key_node, yaml.ScalarNode) and key in seen:
                 raise ConfigError([f"{source}: {key_path(path + [key])}: duplicate key "
                                    f"{key!r} at lines {seen[key]} and {line}; expected each "
@@ -96,6 +102,66 @@ def _check_nodes(root: yaml.Node, source: str) -> None:
             seen[key] = line
             stack.append((key_node, path + [key], False))
             stack.append((value_node, path + [key], False))
+
+
+# What YAML makes of an unquoted key that is no string (by the tag its resolver gives).
+_KEY_KINDS = {"int": "an integer", "float": "a number", "bool": "a boolean", "null": "null",
+              "timestamp": "a date", "binary": "binary data"}
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _yaml_key_kind(node: yaml.Node) -> str | None:
+    """What a key node is when it is no string (`3090:`, `~:`, `true:`, `1.5:`, a list),
+    else None. Names are looked up, compared and matched as strings (jsonschema's
+    patterns raise TypeError on an int), so a key must be one."""
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if node.tag == _STR_TAG:
+        return None
+    return _KEY_KINDS.get(node.tag.rpartition(":")[2], f"tagged {node.tag}")
+
+
+def _key_problem(text: str | None, kind: str, line: int | None = None) -> str:
+    """The wording of a key that is no string, `text` as the file spells it (None: a list
+    or a mapping, which no quoting makes a name)."""
+    where = f", line {line}" if line else ""
+    if text is None:
+        return f"a key is {kind}; expected a string name{f' ({where[2:]})' if line else ''}"
+    return (f"key {text or '(empty)'} is {kind}; expected a string name (quote it: "
+            f"{json.dumps(text)}{where})")
+
+
+def _python_key_kind(key: Any) -> tuple[str | None, str]:
+    """(the key as YAML would spell it, what it is) for a key built in Python."""
+    if key is None or isinstance(key, bool):
+        return json.dumps(key), "null" if key is None else "a boolean"
+    if isinstance(key, tuple | frozenset):
+        return None, "a list"
+    kinds = {int: "an integer", float: "a number"}
+    kind = next((k for t, k in kinds.items() if isinstance(key, t)),
+                "a date" if hasattr(key, "isoformat") else f"a {type(key).__name__}")
+    return str(key), kind
+
+
+def key_type_problems(data: Any, source: str) -> list[str]:
+    """Keys that are no strings anywhere in a suite built in Python (--config overrides,
+    `benchflow run`'s one-case suite); a file's are refused as it is read, naming the
+    line. Iterative: no depth of nesting exhausts the stack."""
+    problems, stack = [], [(data, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, path + [i]) for i, item in enumerate(node))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str):
+                    stack.append((value, path + [key]))
+                else:
+                    problems.append(f"{source}: {key_path(path)}: "
+                                    f"{_key_problem(*_python_key_kind(key))}")
+    return sorted(problems)
 
 
 def _check_depth(text: str, source: str) -> None:
@@ -154,20 +220,13 @@ def _load_json_text(text: str, source: str) -> Any:
 def read_yaml(path: str | Path) -> Any:
     """Reads a suite file, YAML or JSON (a .json file, or a document that opens with { or [
     and is no valid YAML), refusing with `file: ...: what was expected`: a missing or
-    unreadable file, one above MAX_SUITE_BYTES, bytes that are not UTF-8, a syntax error
+    unreadable file, one that is no regular file (a FIFO, a device, a directory, a link
+    loop: files.read_bytes), one above MAX_SUITE_BYTES, bytes that are not UTF-8, a syntax error
     (with its line and column), duplicate keys, and alias bombs or deep nesting."""
     path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_SUITE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError([f"{path}: file not found"]) from None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot be read ({exc.strerror or exc}); expected a "
-                           "readable suite file"]) from None
-    if len(data) > MAX_SUITE_BYTES:
-        raise ConfigError([f"{path}: larger than {MAX_SUITE_BYTES // 2**20} MiB; expected a "
-                           "suite file below that (generate shapes with matrix_shapes)"])
+    # A FIFO, a device, a directory or a link loop is refused, never read (files.py).
+    data = read_bytes(path, cap=MAX_SUITE_BYTES, what="a suite file",
+                      hint=" (generate shapes with matrix_shapes)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -205,7 +264,11 @@ def suite_schema() -> dict:
     schema = copy.deepcopy(load_schema())
     workload = schema["$defs"]["workload"]
     models = all_models()
+    # The registered names decide: a name outside them (`"linear\n"` too) fails the enum
+    # alone, not the enum and the schema file's pattern twice over.
     workload["properties"]["model"]["enum"] = list(models)
+    workload["properties"]["model"].pop("pattern", None)
+    workload["properties"]["configs"]["items"].pop("pattern", None)
     rules = []
     for name, spec in models.items():
         then: dict = {"properties": {
@@ -220,7 +283,9 @@ def suite_schema() -> dict:
     workload["allOf"] = rules
     from workflow.backends.torch.recipes import RECIPE_HELP, RECIPE_PATTERN
 
-    schema["$defs"]["recipe_name"].update({"pattern": RECIPE_PATTERN, "x-expected": RECIPE_HELP})
+    recipe = schema["$defs"]["recipe_name"]
+    recipe.update({"pattern": RECIPE_PATTERN, "x-expected": f"{RECIPE_HELP}; at most "
+                   f"{recipe['maxLength']} characters (it names files)"})
     return schema
 
 
@@ -236,6 +301,10 @@ def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[
         if not isinstance(entry, str):
             continue  # the schema reports it
         path = Path(entry) if Path(entry).is_absolute() else (base_dir or Path.cwd()) / entry
+        problem = file_problem(path)  # importing a FIFO would block, a loop raise
+        if problem:
+            raise ConfigError([f"{source}: model_modules[{i}]: {path} {problem}; expected a "
+                               "Python file"])
         try:
             load_model_files([path])
         except Exception as exc:
@@ -245,16 +314,18 @@ def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[
     return paths
 
 
-CHIP_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
+CHIP_RE = re.compile(r"[A-Za-z0-9_.+-]+")  # fullmatch: no trailing newline
 
 
 def iree_problems(raw: Any, source: str) -> list[str]:
     """What the schema cannot say about the SKUs' `iree` sections, checked on the raw suite
     (a key it omits takes the schema's default) so that it is reported with every schema
-    problem: the runtime device runs the target backend's code, a GPU backend names a chip
+    problem: compile_flags are on the allow-list (backends.iree.allowed_flags, unless the
+    SKU opts out), the runtime device runs the target backend's code, a GPU backend names a chip
     and llvm-cpu none, and the chip is one the installed iree-compile generates code for
     (asked, not listed; its answer is cached on disk per compiler, backend and chip:
     backends.iree.tools.check_target_chip). Values of the wrong type are the schema's."""
+    from workflow.backends.iree.allowed_flags import sku_flag_problems
     from workflow.backends.iree.tools import TARGETS, check_target_chip
 
     skus = raw.get("skus", load_schema()["properties"]["skus"]["default"])
@@ -268,6 +339,7 @@ def iree_problems(raw: Any, source: str) -> list[str]:
         if not isinstance(iree, dict | None):
             continue
         given = {**defaults, **(iree or {})}
+        problems += sku_flag_problems(given, source, name)
         backend, chip, device = given["target_backend"], given["target_chip"], given["device"]
         if not isinstance(backend, str) or backend not in TARGETS or not isinstance(device, str):
             continue
@@ -286,7 +358,7 @@ def iree_problems(raw: Any, source: str) -> list[str]:
             problems.append(f"{where}.target_chip: required for target_backend {backend!r}; "
                             f"expected a chip iree-compile knows, e.g. {target.example_chip}")
             continue
-        if not isinstance(chip, str) or not CHIP_RE.match(chip):
+        if not isinstance(chip, str) or not CHIP_RE.fullmatch(chip):
             continue  # the schema's pattern reports it
         answer = check_target_chip(backend, chip)
         if not answer.accepted:
@@ -301,12 +373,17 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     """Schema-checks a suite and returns it with defaults applied; raises ConfigError."""
     if raw is None:
         raw = {}
+    # Before anything looks a name up: jsonschema's patterns raise TypeError on an int key.
+    problems = key_type_problems(raw, source)
+    if problems:
+        raise ConfigError(problems)
     modules = resolve_model_modules(raw, base_dir, source)
     schema = suite_schema()
     # A model whose optional extra is missing is a known name the suite cannot run yet.
     from workflow.models.registry import unavailable_problems
 
-    problems = (schema_problems(raw, schema, source) + unavailable_problems(raw, source)
+    problems = (schema_problems(raw, schema, source, strict_integers=True)
+                + unavailable_problems(raw, source)
                 + (iree_problems(raw, source) if isinstance(raw, dict) else []))
     if problems:
         raise ConfigError(problems)

@@ -14,7 +14,7 @@ import numpy as np
 
 from workflow.backends.proc import worker_main
 from workflow.models.registry import get_model, load_model_files
-from workflow.records.storage import write_json
+from workflow.records.storage import atomic_writer, write_json
 
 
 def make_buffers_persistent(module) -> int:
@@ -58,6 +58,15 @@ def to_numpy(t) -> np.ndarray:
     return t.numpy()
 
 
+def save_arrays(path: str, prefix: str, arrays: list, **extra) -> None:
+    """Arrays as an .npz file (`prefix0`, `prefix1`, ... and `extra`), written atomically
+    (records/storage.atomic_writer: WriteError on a full or read-only disk, no partial
+    file). Through a file object, which numpy writes to as given (a path not ending in
+    .npz would get the suffix added)."""
+    with atomic_writer(path) as fh:
+        np.savez(fh, **{f"{prefix}{i}": a for i, a in enumerate(arrays)}, **extra)
+
+
 def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path: str) -> dict:
     import torch
     from iree.compiler.extras.fx_importer import FxImporter
@@ -75,10 +84,12 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
     importer = FxImporter()
     importer.import_frozen_program(prog, func_name="main")
     # Bytecode, not text: text MLIR prints every weight as hex (gigabytes for BERT-large).
-    with open(mlir_path, "wb") as fh:
+    # Every output atomically: a full disk leaves no partial module for a later run to
+    # take for an export, and fails the stage with `could not write PATH: REASON`.
+    with atomic_writer(mlir_path) as fh:
         importer.module.operation.write_bytecode(fh)
-    np.savez(inputs_path, **{f"arg{i}": to_numpy(x) for i, x in enumerate(inst.inputs)})
-    np.savez(reference_path, **{f"out{i}": to_numpy(x) for i, x in enumerate(reference)})
+    save_arrays(inputs_path, "arg", [to_numpy(x) for x in inst.inputs])
+    save_arrays(reference_path, "out", [to_numpy(x) for x in reference])
     return {
         "graph": graph_stats(prog.graph),
         "inputs": [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch.")}

@@ -9,6 +9,7 @@ asked when a suite loads) and whether a runtime device exists on this machine
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from workflow.backends.proc import Timeout, capture, exit_reason, tool_path
-from workflow.errors import StageError
+from workflow.errors import ConfigError, StageError
+from workflow.files import read_bytes
 from workflow.records.provenance import package_version
-from workflow.records.storage import write_json
+from workflow.records.storage import MAX_JSON_BYTES, write_json
 
 # numpy dtype name (or torch's, for bf16) -> IREE element type of --input.
 IREE_ELEMENT_TYPES = {
@@ -174,11 +176,13 @@ def check_target_chip(backend: str, chip: str, *, cache: Path | None = None,
     key = hashlib.sha256(json.dumps([ident, backend, chip]).encode()).hexdigest()[:24]
     path = (cache or cache_dir()) / "iree-target-chips" / f"{key}.json"
     try:
-        data = json.loads(path.read_text())
+        # A cache entry is ours, but a FIFO or a device put there must not block us.
+        data = json.loads(read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file",
+                                     os_errors=True))
         if data.get("compiler") == ident and (data.get("backend"), data.get("chip")) == (
                 backend, chip):
             return ChipCheck(bool(data["accepted"]), data.get("error"), version, cached=True)
-    except (OSError, ValueError, KeyError, AttributeError):
+    except (OSError, ConfigError, ValueError, KeyError, AttributeError):
         pass
     flags = target_flags({"target_backend": backend, "target_chip": chip})
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,14 +269,31 @@ def compile_argv(tool: str, mlir: str, vmfb: str, flags: list[str], stats_file: 
 def parse_compile_statistics(text: str) -> dict:
     """Dispatch and executable counts from --iree-scheduling-dump-statistics-format=json.
 
-    The file holds one object per stream aggregate; counts are summed over them.
+    The file holds one object per stream aggregate; counts are summed over them. Text
+    that is not such a file raises ValueError (the tool's output, not our bug).
     """
-    data = json.loads(text)
-    dispatches = executables = 0
-    for agg in data.values():
-        dispatches += int(agg.get("execution", {}).get("dispatch-count", 0))
-        executables += int(agg.get("executable", {}).get("executable-count", 0))
+    with _tool_output("iree-compile's statistics file"):
+        data = json.loads(text)
+        dispatches = executables = 0
+        for agg in data.values():
+            dispatches += int(agg.get("execution", {}).get("dispatch-count", 0))
+            executables += int(agg.get("executable", {}).get("executable-count", 0))
     return {"dispatch_count": dispatches, "executable_count": executables}
+
+
+@contextlib.contextmanager
+def _tool_output(what: str):
+    """Reading a tool's output: any way it is not what the tool writes (a list where an
+    object belongs, a string where a number does, an integer past a float, nesting
+    deeper than the parser goes)
+    is one ValueError naming it. Only for the parsers below, whose every lookup is into
+    the tool's data: there a KeyError, TypeError or AttributeError is the data's shape."""
+    try:
+        yield
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError, RecursionError, OverflowError) as exc:
+        raise ValueError(f"not {what}: {type(exc).__name__}: {exc}") from None
 
 
 def device_flags(sku: dict) -> list[str]:
@@ -325,24 +346,25 @@ def parse_benchmark_json(text: str) -> BenchmarkRun:
     "percentage" and its real_time holds a fraction (0.05 = 5 %), not a time: it must
     not be unit-converted like the others.
     """
-    data = json.loads(text)
-    reps: list[float] = []
-    aggs: dict[str, float] = {}
-    cv = None
-    for b in data.get("benchmarks", []):
-        if b.get("error_occurred"):
-            raise ValueError(f"benchmark {b.get('name')} failed: {b.get('error_message')}")
-        if b.get("run_type") == "aggregate":
-            if b.get("aggregate_unit") == "percentage":
-                if b.get("aggregate_name") == "cv":
-                    cv = float(b["real_time"])
-                continue
-            aggs[b["aggregate_name"]] = float(b["real_time"]) * TIME_UNIT_MS[b["time_unit"]]
-        else:
-            reps.append(float(b["real_time"]) * TIME_UNIT_MS[b["time_unit"]])
-    if not reps:
-        raise ValueError("no repetition entries in iree-benchmark-module output")
-    ctx = {k: v for k, v in data.get("context", {}).items() if k != "caches"}
+    with _tool_output("iree-benchmark-module's JSON"):
+        data = json.loads(text)
+        reps: list[float] = []
+        aggs: dict[str, float] = {}
+        cv = None
+        for b in data.get("benchmarks", []):
+            if b.get("error_occurred"):
+                raise ValueError(f"benchmark {b.get('name')} failed: {b.get('error_message')}")
+            if b.get("run_type") == "aggregate":
+                if b.get("aggregate_unit") == "percentage":
+                    if b.get("aggregate_name") == "cv":
+                        cv = float(b["real_time"])
+                    continue
+                aggs[b["aggregate_name"]] = float(b["real_time"]) * TIME_UNIT_MS[b["time_unit"]]
+            else:
+                reps.append(float(b["real_time"]) * TIME_UNIT_MS[b["time_unit"]])
+        if not reps:
+            raise ValueError("no repetition entries in iree-benchmark-module output")
+        ctx = {k: v for k, v in data.get("context", {}).items() if k != "caches"}
     return BenchmarkRun(repetition_ms=reps, aggregates_ms=aggs, cv=cv, context=ctx)
 
 

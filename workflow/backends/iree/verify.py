@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from workflow.backends.iree.export import save_arrays
 from workflow.backends.proc import worker_main
 
 
@@ -32,8 +33,7 @@ def run_module(vmfb: str, inputs_npz: str, device: str) -> tuple[list[np.ndarray
 def main(argv: list[str]) -> None:
     vmfb, inputs_npz, device, out_npz = argv
     outs, first_call_ms = run_module(vmfb, inputs_npz, device)
-    np.savez(out_npz, first_call_ms=np.float64(first_call_ms),
-             **{f"out{i}": o for i, o in enumerate(outs)})
+    save_arrays(out_npz, "out", outs, first_call_ms=np.float64(first_call_ms))
 
 
 if __name__ == "__main__":

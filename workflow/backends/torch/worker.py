@@ -17,6 +17,7 @@ timings (training).
 from __future__ import annotations
 
 import faulthandler
+import inspect
 import json
 import math
 import statistics
@@ -25,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+from workflow.backends.proc import protocol_channel
 from workflow.backends.torch.recipes import (
     Device,
     apply,
@@ -36,6 +38,7 @@ from workflow.backends.torch.recipes import (
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.measure.disturbance import Probe
 from workflow.models.registry import get_model, load_model_files, tolerance_for
+from workflow.records.storage import WriteError, atomic_writer, write_text
 from workflow.stats.enums import Status
 
 
@@ -43,8 +46,13 @@ class Unsupported(Exception):
     """Raised while preparing a case that this machine or shape cannot run."""
 
 
+# The protocol's own stream, apart from model code's prints (proc.protocol_channel).
+_CHANNEL: list = []
+
+
 def emit(event: str, case: str, **data) -> None:
-    print(json.dumps({"event": event, "case": case, **data}), flush=True)
+    print(json.dumps({"event": event, "case": case, **data}),
+          file=_CHANNEL[0] if _CHANNEL else sys.stdout, flush=True)
 
 
 def probe_device(kind: str, recipe: str) -> tuple[Device, str | None]:
@@ -307,6 +315,25 @@ def _gpu_details(device: Device) -> dict:
             "gpu_memory_bytes": int(props.total_memory)}
 
 
+def _write_trace(prepared: Prepared, path: Path) -> Path:
+    """A Chrome trace of three calls, written atomically (by torch, to the temporary file's
+    name): a full disk fails the case with `could not write PATH: REASON`. By torch's
+    Python exporter where it has one: kineto's C++ writer only logs a failed write."""
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if prepared.device.kind == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+        for _ in range(3):
+            prepared.call()
+        sync(prepared.device)
+    python_export = "use_python_export" in inspect.signature(prof.export_chrome_trace).parameters
+    with atomic_writer(path) as fh:
+        prof.export_chrome_trace(fh.name, **({"use_python_export": True} if python_export else {}))
+    return path
+
+
 def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict | None:
     visualizer = w["memory_visualizer"]
     if not (w["profiler"] or w["memory_profiler"] or visualizer):
@@ -319,16 +346,7 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
     profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None,
                      "memory_visualization": None, "memory_visualization_status": None}
     if w["profiler"]:
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if prepared.device.kind == "cuda":
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
-            for _ in range(3):
-                prepared.call()
-            sync(prepared.device)
-        path = out_dir / f"{stem}.trace.json"
-        prof.export_chrome_trace(str(path))
-        profile["trace"] = str(path)
+        profile["trace"] = str(_write_trace(prepared, out_dir / f"{stem}.trace.json"))
     if w["memory_profiler"]:
         if prepared.device.kind == "cuda":
             torch.cuda.memory._record_memory_history(max_entries=100000)
@@ -336,7 +354,8 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
                 prepared.call()
             sync(prepared.device)
             path = out_dir / f"{stem}.memory_snapshot.pickle"
-            torch.cuda.memory._dump_snapshot(str(path))
+            with atomic_writer(path) as fh:
+                torch.cuda.memory._dump_snapshot(fh.name)
             torch.cuda.memory._record_memory_history(enabled=None)
             profile["memory_snapshot"] = str(path)
             if visualizer:
@@ -347,7 +366,7 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
 
                 html = out_dir / f"{stem}.memory_viz.html"
                 with path.open("rb") as fh:
-                    html.write_text(trace_plot(pickle.load(fh)))
+                    write_text(html, trace_plot(pickle.load(fh)))
                 profile["memory_visualization"] = str(html)
         else:
             profile["memory_snapshot_status"] = (
@@ -446,9 +465,10 @@ def serve(plan: dict, commands=sys.stdin) -> None:
 
 def _failed(exc: Exception) -> dict:
     """A case's exception as its failed result; benchflow's own bug ends the worker with
-    OWN_BUG_EXIT instead (the parent fails the job: errors.OwnBug)."""
+    OWN_BUG_EXIT instead (the parent fails the job: errors.OwnBug). A file it could not
+    write (WriteError: a full or read-only disk) is the machine's failure, the case's."""
     traceback.print_exc(file=sys.stderr)
-    if raised_in_own_code(exc):
+    if raised_in_own_code(exc) and not isinstance(exc, WriteError):
         sys.exit(OWN_BUG_EXIT)
     return {"status": Status.FAILED, "error": f"{type(exc).__name__}: {exc}"}
 
@@ -457,6 +477,7 @@ def main(argv: list[str]) -> None:
     # A case that crashes the interpreter (a segfault in a kernel or a model) leaves its
     # Python traceback in the job's log, where the parent's error message quotes it.
     faulthandler.enable(file=sys.stderr)
+    _CHANNEL[:] = [protocol_channel()]
     plan_path, pass_name = argv
     plan = json.loads(Path(plan_path).read_text())
     if pass_name == "serve":
