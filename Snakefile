@@ -15,6 +15,7 @@ from workflow.stages.plan import (
     verify_batches,
 )
 from workflow.stages.iree import RUN_ID_ENV
+from workflow.stages.resources import default_resource, slurm_in_use, slurm_warnings
 from workflow.stages.suite_dir import suite_dir
 
 # The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
@@ -58,6 +59,18 @@ onstart:
 if workflow.is_main_process:
     os.environ.setdefault(RUN_ID_ENV, uuid.uuid4().hex)
     for line in verify_batches(SUITE):
+        print(line, file=sys.stderr)
+# On SLURM (profiles/slurm) a SKU's jobs go to its own `slurm` partition, else to the
+# profile's (rules/*.smk read SLURM_PARTITION; a rule's resource replaces the default).
+# What the run is missing is said once, here, before anything is submitted: an unset
+# BENCHFLOW_SLURM_ACCOUNT / _PARTITION, a GPU SKU without a gres
+# (workflow/stages/resources.py).
+SLURM_PARTITION = default_resource(workflow.resource_settings.default_resources,
+                                   "slurm_partition")
+if workflow.is_main_process and slurm_in_use(workflow.resource_settings.default_resources,
+                                             sys.argv):
+    for line in slurm_warnings(SUITE.config["skus"],
+                               workflow.resource_settings.default_resources):
         print(line, file=sys.stderr)
 # Scripts read settings that must not invalidate results (timeouts) from here.
 config.clear()

@@ -19,6 +19,9 @@ from workflow.stages.resources import (
     LOCAL_RUNTIME_MIN,
     ab_mem_mb,
     ab_runtime_min,
+    slurm_constraint,
+    slurm_gres,
+    slurm_partition,
     torch_ab_mem_mb,
 )
 
@@ -48,6 +51,14 @@ rule ab_torch_pair:
         mem_mb=lambda wc, attempt: torch_ab_mem_mb(
             SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)], attempt),
         runtime=lambda wc: ab_runtime_min(SUITE.config["ab"], SUITE.config["timeouts"]),
+        # Placed as the base side's SKU (its `slurm` settings): one job runs both sides.
+        slurm_partition=lambda wc: slurm_partition(
+            SUITE.sku(SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)].base.case.sku),
+            SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(
+            SUITE.sku(SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)].base.case.sku)),
+        gres=lambda wc: slurm_gres(
+            SUITE.sku(SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)].base.case.sku)),
     threads: BENCH_THREADS
     script:
         "../scripts/ab_torch_pair.py"
@@ -74,6 +85,11 @@ rule ab_pair:
         bench_slot=1,
         mem_mb=lambda wc, attempt: ab_mem_mb(SUITE.workloads[wc.workload], attempt),
         runtime=lambda wc: ab_runtime_min(SUITE.config["ab"], SUITE.config["timeouts"]),
+        # Placed as the base SKU (its `slurm` settings): one job runs both SKUs' modules.
+        # The SKU's partition, node features and GPU (its `slurm` settings).
+        slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.base), SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(SUITE.sku(wc.base)),
+        gres=lambda wc: slurm_gres(SUITE.sku(wc.base)),
     threads: BENCH_THREADS
     script:
         "../scripts/ab_pair.py"

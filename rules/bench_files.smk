@@ -32,6 +32,9 @@ from workflow.stages.resources import (
     file_bytes,
     mem_request_mb,
     run_runtime_min,
+    slurm_constraint,
+    slurm_gres,
+    slurm_partition,
 )
 from workflow.stages.sharktank import compile_flags as bench_compile_flags
 from workflow.stages.sharktank import data_files as bench_data_files
@@ -59,6 +62,9 @@ rule compile_bench_file:
         mem_mb=lambda wc, input, attempt: mem_request_mb("compile", file_bytes(input.mlir),
                                                          attempt),
         runtime=compile_runtime_min(SUITE.config["timeouts"]),
+        # The SKU's partition and node features; a compile needs no GPU.
+        slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
     script:
         "../scripts/bench_compile.py"
 
@@ -89,8 +95,12 @@ rule run_bench_file:
     resources:
         bench_slot=1,
         mem_mb=lambda wc, input, attempt: mem_request_mb("run", file_bytes(input.vmfb), attempt),
-        runtime=lambda wc: run_runtime_min(SUITE.sku(wc.sku)["measurement"],
-                                           SUITE.config["timeouts"]),
+        runtime=lambda wc, attempt: run_runtime_min(SUITE.sku(wc.sku)["measurement"],
+                                                    SUITE.config["timeouts"], attempt),
+        # The SKU's partition, node features and GPU (its `slurm` settings).
+        slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
+        gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
     threads: BENCH_THREADS
     script:
         "../scripts/bench_run.py"

@@ -9,7 +9,14 @@ from workflow.stages.plan import (
     iree_batch_plan,
     sku_settings,
 )
-from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
+from workflow.stages.resources import (
+    earlier_record,
+    iree_batch_mem_mb,
+    iree_batch_runtime_min,
+    slurm_constraint,
+    slurm_gres,
+    slurm_partition,
+)
 
 
 rule iree_batch:
@@ -41,9 +48,16 @@ rule iree_batch:
         bench_slot=1,
         mem_mb=lambda wc, attempt: iree_batch_mem_mb(
             [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt),
-        runtime=lambda wc: iree_batch_runtime_min(
-            len(SUITE.iree_batches[(wc.sku, wc.batch)]), SUITE.sku(wc.sku)["measurement"],
-            SUITE.config["timeouts"]),
+        # What its cases are expected to take (earlier records where they exist),
+        # capped by their timeouts; a retry asks for every timeout.
+        runtime=lambda wc, attempt: iree_batch_runtime_min(
+            [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]],
+            SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"], attempt,
+            [earlier_record(c) for c in SUITE.iree_batches[(wc.sku, wc.batch)]]),
+        # The SKU's partition, node features and GPU (its `slurm` settings).
+        slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
+        gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
     threads: BENCH_THREADS
     script:
         "../scripts/iree_batch.py"

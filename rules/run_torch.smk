@@ -1,8 +1,15 @@
 # run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
 # support checks, accuracy, graph statistics, then fresh-process invocations.
 from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG, torch_batch_dir
+from workflow.stages.keys import without_placement
 from workflow.stages.plan import batch_repair, torch_batch_content, torch_batch_plan
-from workflow.stages.resources import torch_batch_mem_mb, torch_batch_runtime_min
+from workflow.stages.resources import (
+    slurm_constraint,
+    slurm_gres,
+    slurm_partition,
+    torch_batch_mem_mb,
+    torch_batch_runtime_min,
+)
 
 
 rule run_torch:
@@ -11,7 +18,8 @@ rule run_torch:
     params:
         cases=lambda wc: torch_batch_plan(SUITE, wc.sku, wc.backend, wc.recipe, wc.batch),
         backend=lambda wc: SUITE.config["torch_backends"][wc.backend],
-        sku=lambda wc: SUITE.sku(wc.sku),
+        # Its cluster placement left out: moving it to another partition reruns nothing.
+        sku=lambda wc: without_placement(SUITE.sku(wc.sku)),
         tolerances=SUITE.config["accuracy"],
         # By content (stages/keys.py): the model sources, the recipes' code, the torch and
         # torchao builds of the SKU's interpreter (its own torch.python included).
@@ -35,6 +43,10 @@ rule run_torch:
         runtime=lambda wc: torch_batch_runtime_min(
             len(SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)),
             SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"]),
+        # The SKU's partition, node features and GPU (its `slurm` settings).
+        slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
+        constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
+        gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
     threads: BENCH_THREADS
     script:
         "../scripts/run_torch.py"

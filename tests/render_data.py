@@ -15,6 +15,9 @@ import json
 import statistics
 
 from tests.conftest import DATA
+from workflow.backends.torch import recipes
+from workflow.records.case import unsupported_case
+from workflow.stats.speedup import fill_speedups
 
 PEAK = {"gflops": 100.0, "dtype": "f32", "method": "test peak", "measured_at": "test"}
 
@@ -49,6 +52,36 @@ def with_synthetic_verdicts(report: dict) -> dict:
     bigger["golden"]["size_verdict"] = "regression"
     for case in (regressed, inaccurate, bigger):
         case["provenance"]["synthetic"] = "SYNTHETIC verdict for renderer tests"
+    return out
+
+
+TRAIN = "linear-64x64x64-f32-train"
+# What the training cases of `with_training` derive from: (backend, its kind, recipe).
+TRAINING_SIDES = (("torch-eager", "eager", "baseline"), ("torch-inductor", "inductor", "baseline"),
+                  ("torch-eager", "eager", "int8wo"), ("iree", "iree", "baseline"))
+
+
+def with_training(report: dict) -> dict:
+    """A copy of the torch report plus the training cases of linear 64x64x64 (SYNTHETIC:
+    renderer inputs): torch-eager and torch-inductor baseline steps, the inference cases'
+    measurements renamed (the eager one quiet, CV 3.1 %, not noisy); torch-eager int8wo
+    and IREE baseline unsupported, with the reasons the recipes give. Speedups refilled."""
+    out = copy.deepcopy(report)
+    for backend, kind, recipe in TRAINING_SIDES:
+        src = find(out, f"host/{backend}/linear-64x64x64-f32/{recipe}")
+        identity = {**src, "id": f"host/{backend}/{TRAIN}/{recipe}", "workload": TRAIN,
+                    "mode": "training"}
+        why = recipes.static_reason(recipes.parse(recipe), backend_kind=kind, mode="training")
+        if why:
+            out["cases"].append(unsupported_case(identity, why))
+            continue
+        case = copy.deepcopy(identity)  # shares nothing with its inference case
+        case["timing"]["phases_ms"] = {"forward": 1.0, "backward": 2.0, "optimizer": 0.5}
+        if backend == "torch-eager":
+            case["timing"].update(cv=0.031, noisy=False)
+        case["provenance"]["synthetic"] = "SYNTHETIC training case for renderer tests"
+        out["cases"].append(case)
+    fill_speedups(out["cases"])
     return out
 
 

@@ -337,7 +337,7 @@ def test_compile_only_is_its_own_status_in_every_report():
     assert rows[gpu["id"]]["dispatch_count"] == 3
 
     page = html.render(report)
-    assert f"{common.SYMBOLS[COMPILE_ONLY]} compile-only" in page
+    assert '<td class="t">compile-only</td>' in page  # a word; its shape is the page's CSS
     assert 'class="st-compile-only"' in page and "<h3>Compile-only (1)</h3>" in page
 
     records = dashboard.render(report)

@@ -106,6 +106,7 @@ OUTPUT_BLOCKS = {
     "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
+    "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).
@@ -246,3 +247,14 @@ def test_the_refused_suite_example(readme_dir, tmp_path):
     assert proc.returncode != 0
     printed = proc.stderr.replace(f"{tmp_path}/", "")
     assert block.text in printed, printed
+
+
+def test_readmes_slurm_warning_is_the_one_printed():
+    """The README quotes the warning a GPU SKU without a gres gets under SLURM word for
+    word (stages/resources.slurm_warnings makes it)."""
+    from workflow.stages.resources import slurm_warnings
+
+    quoted = next(b.text.strip() for b in BLOCKS if b.text.startswith("benchflow: SLURM: SKU"))
+    skus = {"cuda-sm80": {"iree": {"target_backend": "cuda"}}}
+    resources = {"slurm_account": "acct", "slurm_partition": "cpu"}
+    assert slurm_warnings(skus, resources) == [quoted]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 
-from tests.render_data import PEAK, find, iree_report
+from tests.render_data import PEAK, find, iree_report, torch_report, with_training
 from workflow.render import csv_report
 
 
@@ -56,3 +57,28 @@ def test_integer_columns_stay_integers():
     row = next(line for line in text.splitlines()
                if "host/iree/linear-64x128x32-f32/baseline" in line)
     assert row.startswith("linear-64x128x32-f32,baseline,,64,128,32,")
+
+
+def test_training_rows_fill_the_training_columns_never_torchaos_inference_ones():
+    report = with_training(torch_report())
+    df = read(report).set_index("id")
+    n = len(csv_report.TORCHAO_COLUMNS)
+    assert list(df.columns[n: n + len(csv_report.TRAINING_COLUMNS)]) == \
+        list(csv_report.TRAINING_COLUMNS)  # right after torchao's
+    inference_names = list(csv_report.TRAINING_NAMES)
+    training, inference = df[df["mode"] == "training"], df[df["mode"] == "inference"]
+    assert len(training) == 4 and len(inference) == len(torch_report()["cases"])
+    assert training[inference_names].isna().all().all()
+    assert inference[list(csv_report.TRAINING_COLUMNS)].isna().all().all()
+    assert inference["baseline_model_eager_inference_time_in_ms"].notna().any()
+    step = df.loc["host/torch-inductor/linear-64x64x64-f32-train/baseline"]
+    eager = find(report, "host/torch-eager/linear-64x64x64-f32-train/baseline")
+    assert step["baseline_model_eager_training_time_in_ms"] == \
+        pytest.approx(eager["timing"]["median_ms"], rel=1e-5)
+    assert step["quantized_model_compiled_training_time_in_ms"] == \
+        pytest.approx(step["median_ms"], rel=1e-5)
+    assert step["eager vs compile training speedup"] == pytest.approx(
+        eager["timing"]["median_ms"] / step["median_ms"], rel=1e-4)
+    assert step["torchao_speedups_basis"] == "cross-run"
+    unsupported = df.loc["host/iree/linear-64x64x64-f32-train/baseline"]
+    assert unsupported["error"] == "the IREE backend benchmarks inference only"

@@ -7,7 +7,13 @@ import copy
 import jsonschema
 import pytest
 
-from tests.render_data import PEAK, iree_report, torch_report, with_synthetic_verdicts
+from tests.render_data import (
+    PEAK,
+    iree_report,
+    torch_report,
+    with_synthetic_verdicts,
+    with_training,
+)
 from workflow.render import dashboard
 
 RUNNER_FIELDS = {"name", "type", "cpu_info", "cpu_count", "mem_info", "avail_mem_in_gb",
@@ -122,3 +128,13 @@ def test_a_cuda_case_without_a_recorded_gpu_still_counts_one():
     runner = runners_of(dashboard.render(report, PEAK), case["id"])[0]
     assert (runner["name"], runner["type"], runner["gpu_count"]) == ("cuda", "unknown", 1)
     assert runner["gpu_info"] == "" and runner["avail_gpu_mem_in_gb"] == 0
+
+
+def test_training_steps_are_training_records():
+    """benchmark.mode is the case's mode, so a training step never reads as inference."""
+    records = dashboard.render(with_training(torch_report()), PEAK)
+    modes = {r["benchmark"]["extra_info"]["case_id"]: r["benchmark"]["mode"] for r in records}
+    train = {k for k, v in modes.items() if v == "training"}
+    assert train == {"host/torch-eager/linear-64x64x64-f32-train/baseline",
+                     "host/torch-inductor/linear-64x64x64-f32-train/baseline"}
+    assert {v for k, v in modes.items() if k not in train} == {"inference"}

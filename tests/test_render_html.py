@@ -9,7 +9,13 @@ from html.parser import HTMLParser
 
 import pytest
 
-from tests.render_data import PEAK, iree_report, torch_report, with_synthetic_verdicts
+from tests.render_data import (
+    PEAK,
+    iree_report,
+    torch_report,
+    with_synthetic_verdicts,
+    with_training,
+)
 from workflow.render import common as c
 from workflow.render import html, plots
 
@@ -119,3 +125,54 @@ def test_sweep_heatmaps_show_speedups_where_there_are_some():
         "torch-inductor · baseline · N=64": "speedup vs torch-eager (×, cross-run)",
         "torch-inductor · int8wo · N=64": "speedup vs torch-eager (×, cross-run)",
     }
+
+
+# The emoji the reports' statuses and flags once used (report.md still does): ✅ 🚧 ✘ ⊘ ⏭
+# ⚙ ⚠, and the variation selector that asks for their emoji form.
+STATUS_EMOJI = ("\u2705", "\U0001F6A7", "\u2718", "\u2298", "\u23ED", "\u2699", "\u26A0",
+                "\uFE0F")
+
+
+@pytest.fixture(scope="module")
+def training():
+    report = with_training(torch_report())
+    return report, html.render(report, PEAK)
+
+
+def status_cells(text: str) -> dict[str, str]:
+    """Each row's first cell (its status), by case id."""
+    return dict(re.findall(r'data-id="([^"]+)"[^>]*><td class="t">([^<]*)</td>', text))
+
+
+@pytest.mark.parametrize("which", ["synthetic", "training"])
+def test_statuses_are_words_with_css_shapes_and_no_emoji(which, request):
+    report, text = request.getfixturevalue(which)
+    assert set(STATUS_EMOJI) == set(c.SYMBOLS.values()) | {"\u26A0", "\uFE0F"}
+    assert not [ch for ch in STATUS_EMOJI if ch in text]
+    cells = status_cells(text)
+    assert len(cells) == len(report["cases"])
+    for x in report["cases"]:
+        assert cells[x["id"]].split(" ")[0] == c.status(x), x["id"]
+    # Every status has its shape, drawn by the page's own CSS.
+    for status in c.SYMBOLS:
+        assert f"tr.st-{status} td:first-child::before, span.st-{status}::before" in text
+    counts = c.counts(report["cases"])
+    for status, n in counts.items():
+        if n:
+            assert f'<span class="st-{status}">{n} {status}</span>' in text
+
+
+def test_failed_degraded_and_unsupported_rows_say_so_in_words(synthetic, training):
+    failed = status_cells(synthetic[1])["host/iree/histc_model-f32/baseline"]
+    assert failed == "failed (compile)"
+    assert "degraded" in status_cells(synthetic[1]).values()
+    report, text = training
+    cells = status_cells(text)
+    assert cells["host/iree/linear-64x64x64-f32-train/baseline"] == "unsupported"
+    # The Mode column, and the unsupported cases listed with why, one line per reason.
+    row = text.split('data-id="host/torch-eager/linear-64x64x64-f32-train/baseline"', 1)[1]
+    assert '<td class="t">training</td>' in row.split("</tr>", 1)[0]
+    assert '<td data-v="0.031">3.1 %</td>' in row.split("</tr>", 1)[0]
+    assert "<h3>Unsupported (7)</h3>" in text
+    assert ("<li>the IREE backend benchmarks inference only (1): "
+            "<code>host/iree/linear-64x64x64-f32-train/baseline</code></li>") in text

@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import re
 
-from tests.render_data import find, iree_report, torch_report, with_synthetic_verdicts
+from tests.render_data import (
+    find,
+    iree_report,
+    torch_report,
+    with_synthetic_verdicts,
+    with_training,
+)
 from workflow.render import markdown
+
+# Column positions by header name: the table gained columns (Mode, CV) over time.
+COL = {name: i for i, (name, _) in enumerate(markdown.COLUMNS)}
+SKU, STATUS, SPEEDUP = COL["SKU"], COL["Status"], COL["Speedup"]
 
 
 def coverage_rows(text: str) -> list[list[str]]:
@@ -23,7 +33,7 @@ def test_one_row_per_case_with_status_symbols():
     assert len(rows) == len(report["cases"])
     header = [name for name, _ in markdown.COLUMNS]
     assert all(len(row) == len(header) for row in rows)
-    status = {(r[0], r[3], r[6]): r[header.index("Status")] for r in rows}
+    status = {(r[0], r[3], r[SKU]): r[header.index("Status")] for r in rows}
     assert status[("histc_model", "8x16", "host")] == "✘ failed (compile)"
     assert status[("linear", "16x32x32", "host")] == "✅ ok"
 
@@ -37,7 +47,7 @@ def test_failures_and_regressions_are_summarised_first():
     # iree-compile's first line says little; the summary adds the compiler's error.
     assert "iree-compile exited with 1: error: failed to legalize operation" in summary
     rows = coverage_rows(text)
-    firsts = [r[7] for r in rows[:5]]
+    firsts = [r[STATUS] for r in rows[:5]]
     assert firsts[:2] == ["🚧 degraded", "🚧 degraded"]  # the two regressions
     assert firsts[2:4] == ["✘ failed (compile)"] * 2 and firsts[4] == "🚧 degraded"
     assert "regression ×1.300" in rows[0][-1] or "regression ×1.300" in rows[1][-1]
@@ -49,8 +59,9 @@ def test_backend_ms_carries_its_interval_and_every_column_is_explained():
     case = next(c for c in report["cases"] if c["id"] == "host/iree/linear-16x32x32-f32/baseline")
     lo, hi = case["timing"]["ci95_ms"]
     row = next(r for r in coverage_rows(text) if r[0] == "linear" and r[3] == "16x32x32"
-               and r[6] == "host")
-    assert row[12] == f"{case['timing']['median_ms']:.4g} [{lo:.4g}, {hi:.4g}]"
+               and r[SKU] == "host")
+    want = f"{case['timing']['median_ms']:.4g} [{lo:.4g}, {hi:.4g}]"
+    assert row[COL["Backend ms [95% CI]"]] == want
     explained = re.findall(r"^\*\*(.+?)\*\*:", text, flags=re.M)
     assert explained == [name for name, _ in markdown.COLUMNS]
 
@@ -77,12 +88,13 @@ def test_torch_backends_eager_ms_speedup_and_unsupported_cases():
     eager = find(report, "host/torch-eager/linear-64x64x64-f32/int8wo")
     compiled = find(report, "host/torch-inductor/linear-64x64x64-f32/int8wo")
     row = by_key[("64x64x64", "torch-inductor", "int8wo")]
-    assert row[11] == f"{eager['timing']['median_ms']:.4g}"  # eager ms: the eager sibling
+    assert row[COL["Eager ms"]] == f"{eager['timing']['median_ms']:.4g}"  # the eager sibling
     # This report predates speedup.basis: its speedups are ratios of medians, cross-run.
-    assert row[13] == f"{compiled['speedup']['vs_eager']:.3g}× (cross-run)"
-    assert row[10] == f"{compiled['compile']['seconds']:.3g}" and row[9] == "—"
-    assert by_key[("64x64x64", "torch-eager", "int8wo")][13] == "—"  # eager vs itself
-    assert by_key[("64x64x64", "iree", "int8wo")][7] == "⊘ unsupported"
+    assert row[SPEEDUP] == f"{compiled['speedup']['vs_eager']:.3g}× (cross-run)"
+    assert row[COL["Compile s"]] == f"{compiled['compile']['seconds']:.3g}"
+    assert row[COL["IREE dispatches"]] == "—"
+    assert by_key[("64x64x64", "torch-eager", "int8wo")][SPEEDUP] == "—"  # eager vs itself
+    assert by_key[("64x64x64", "iree", "int8wo")][STATUS] == "⊘ unsupported"
     # Unsupported combinations are not failures: every model passes where it can run.
     assert "| iree | 2 / 2 | 5 / 10 | 0 | 0 | 5 |" in text
     linear = text.split("#### linear", 1)[1].split("####", 1)[0]
@@ -95,3 +107,44 @@ def test_the_verdict_says_how_much_a_pass_could_have_missed():
 
     assert mde_text({"timing": {"mde_ratio": 1.1234}}) == " · detects ≥×1.12"
     assert mde_text({"timing": {"mde_ratio": None}}) == mde_text({"timing": None}) == ""
+
+
+def test_training_cases_show_their_mode_and_every_timed_case_its_cv():
+    report = with_training(torch_report())
+    rows = coverage_rows(markdown.render(report))
+    by_key = {(r[COL["Shape"]], r[COL["Backend"]], r[COL["Recipe"]], r[COL["Mode"]]): r
+              for r in rows}
+    training = [r for r in rows if r[COL["Mode"]] == "training"]
+    assert len(training) == 4 and len(rows) - 4 == len(torch_report()["cases"])
+    assert {r[COL["Mode"]] for r in rows} == {"inference", "training"}
+    # A quiet case shows its CV alone, a noisy one the marker, an untimed one a dash.
+    assert by_key[("64x64x64", "torch-eager", "baseline", "training")][COL["CV"]] == "3.1 %"
+    noisy = find(report, "host/torch-eager/linear-64x64x64-f32/baseline")["timing"]
+    assert noisy["noisy"]
+    assert by_key[("64x64x64", "torch-eager", "baseline", "inference")][COL["CV"]] == \
+        f"{100 * noisy['cv']:.1f} % noisy"
+    assert by_key[("64x64x64", "iree", "baseline", "training")][COL["CV"]] == "—"
+    assert by_key[("64x64x64", "iree", "baseline", "training")][STATUS] == "⊘ unsupported"
+
+
+def test_every_unsupported_case_is_listed_with_its_reason():
+    report = with_training(torch_report())
+    summary = markdown.render(report).split("## Coverage", 1)[0]
+    unsupported = [x for x in report["cases"] if x["status"] == "unsupported"]
+    assert f"### Unsupported ({len(unsupported)})" in summary and len(unsupported) == 7
+    for x in unsupported:
+        assert f"`{x['id']}`" in summary and markdown.cell(x["error"]) in summary
+    # One line per reason: the five IREE int8wo cases share theirs.
+    assert summary.count("runs only `baseline` (5): `host/iree/") == 1
+    assert ("- the IREE backend benchmarks inference only (1): "
+            "`host/iree/linear-64x64x64-f32-train/baseline`") in summary
+    assert markdown.render(iree_report()).count("### Unsupported") == 0
+
+
+def test_an_unsupported_reason_is_text_not_markup():
+    report = with_training(torch_report())
+    find(report, "host/iree/linear-64x64x64-f32-train/baseline")["error"] = \
+        "needs <img src=x onerror=alert(1)> | a & b"
+    summary = markdown.render(report).split("## Coverage", 1)[0]
+    assert "- needs &lt;img src=x onerror=alert(1)> \\| a &amp; b (1): " in summary
+    assert "<img" not in summary

@@ -1,4 +1,4 @@
-"""workflow/resources.py: parameter estimates, memory and wall-time requests, and the
+"""workflow/stages/resources.py: parameter estimates, memory and wall-time requests, and the
 rules' use of them (a dry run shows what each job would ask a scheduler for)."""
 
 from __future__ import annotations
@@ -104,12 +104,58 @@ def test_bad_inputs_are_refused():
 def test_wall_time_covers_the_stage_timeouts():
     timeouts = {"export_s": 900, "compile_s": 120, "run_s": 600, "verify_s": 30}
     assert r.compile_runtime_min(timeouts) == 3       # (120 + 60) / 60
-    # first call + 5 invocations + 5 more for a noisy case, 600 s each, + overhead
-    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": True}, timeouts) == 111
-    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": False}, timeouts) == 61
-    # An IREE batch: every stage of each case, ((900 + 120 + 30 + 6 x 600) x 2 + 60) / 60.
-    assert r.iree_batch_runtime_min(2, {"invocations": 5, "rerun_noisy": False},
-                                    timeouts) == 156
+    # A retry's worst case: first call + 5 invocations + 5 more for a noisy case, 600 s
+    # each, + overhead.
+    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": True}, timeouts, 2) == 111
+    assert r.run_runtime_min({"invocations": 5, "rerun_noisy": False}, timeouts, 2) == 61
+    # An IREE batch's retry: every stage of each case, ((900 + 120 + 30 + 6 x 600) x 2
+    # + 60) / 60.
+    two = [Workload("l", "linear", "default", "f32", (16, 32, 32), None)] * 2
+    assert r.iree_batch_runtime_min(two, {"invocations": 5, "rerun_noisy": False},
+                                    timeouts, attempt=2) == 156
+
+
+DEFAULT_SUITE = REPO / "config" / "config.yaml"
+
+
+def test_the_default_suites_batches_ask_for_minutes_and_little_memory():
+    """The issue's figures: a 2-case IREE batch of the default suite asked for 341 min.
+    Now its first try asks for what its cases are expected to take, in minutes."""
+    from workflow.suite.load import load
+
+    suite = load([DEFAULT_SUITE])
+    timeouts = suite.config["timeouts"]
+    for (sku, batch), cases in suite.iree_batches.items():
+        workloads = [c.workload for c in cases]
+        m = suite.sku(sku)["measurement"]
+        first = r.iree_batch_runtime_min(workloads, m, timeouts)
+        print(f"{sku}/{batch}: {len(cases)} cases, runtime {first} min "
+              f"(retry {r.iree_batch_runtime_min(workloads, m, timeouts, 2)} min), "
+              f"mem {r.iree_batch_mem_mb(workloads)} MiB")
+        assert first <= 15 * len(cases), (sku, first)
+        assert r.iree_batch_runtime_min(workloads, m, timeouts, 2) > 60 * len(cases)
+        assert r.iree_batch_mem_mb(workloads) <= 1536  # tiny models: well under 5.4 GB
+    two = suite.iree_batches[("cpu-generic-sync", "b0")]
+    assert len(two) == 2
+    assert r.iree_batch_runtime_min([c.workload for c in two],
+                                    suite.sku("cpu-generic-sync")["measurement"],
+                                    timeouts) <= 10
+
+
+def test_case_estimates_follow_the_protocol_and_earlier_records():
+    m = {"invocations": 6, "max_invocations": 12, "max_retakes": 6, "repetitions": 10,
+         "min_warmup_time_s": 0.2, "min_time_s": 0.05, "budget_s": 60}
+    timeouts = {"export_s": 900, "compile_s": 900, "run_s": 600, "verify_s": 600}
+    # first call + 12 adaptive + 6 retakes, each 0.5 s start + 0.2 s + 10 x 0.05 s
+    assert r.invocation_count(m) == 19
+    assert r.invocation_seconds(m) == pytest.approx(1.2)
+    w = Workload("l", "linear", "default", "f32", (128, 256, 256), None)
+    fresh = r.iree_case_seconds(w, m, timeouts)
+    # A slow earlier call (2 s each) and a long compile: each repetition takes the call.
+    slow = {"compile": {"seconds": 100.0}, "timing": {"median_ms": 2000.0}}
+    assert r.iree_case_seconds(w, m, timeouts, slow) > fresh + 3 * 100
+    # Never more than every stage at its timeout.
+    assert r.iree_case_seconds(w, m, {k: 1 for k in timeouts}, slow) == 1 + 1 + 1 + 19
 
 
 def job_resources(text: str) -> list[tuple[str, dict]]:
@@ -142,9 +188,19 @@ def test_rules_declare_resources_from_the_case(tmp_path):
     linear = Workload("l", "linear", "default", "f32", (16, 32, 32), None)
     assert [int(res["mem_mb"]) for res in by_rule["iree_batch"]] == \
         [r.iree_batch_mem_mb([linear, bert])] * 2 == [r.export_mem_mb(bert)] * 2
-    # 3 invocations (tiny_suite), fixed, noisy reruns on: 1 + 6 runs of up to 100 s, x 2.
-    assert {res["runtime"] for res in by_rule["iree_batch"]} == {
-        str(r.runtime_min(2 * (300 + 200 + 50 + 7 * 100)))}
+    # Each batch asks for its two cases' expected time (export, compile, verify and the
+    # measuring of tiny_suite's protocol) with the margin, within their timeouts.
+    from workflow.suite.load import load
+
+    loaded = load([tmp_path / "suite.yaml"])
+    expected = {str(r.iree_batch_runtime_min([linear, bert], loaded.sku(s)["measurement"],
+                                             loaded.config["timeouts"]))
+                for s in loaded.config["skus"]}
+    assert {res["runtime"] for res in by_rule["iree_batch"]} == expected
+    # Below the worst case (1 + 6 runs of up to 100 s per case, fixed 3 invocations with
+    # noisy reruns, plus every retake), which only a retry asks for.
+    assert all(int(res["runtime"]) < r.runtime_min(2 * (300 + 200 + 50 + 7 * 100))
+               for res in by_rule["iree_batch"])
     assert all(res["bench_slot"] == "1" for res in by_rule["iree_batch"])
 
 
@@ -223,3 +279,80 @@ def test_every_timing_rule_gets_an_exclusive_node_in_the_slurm_profile():
         assert profile["set-threads"].get(name) == 1, name
         assert profile["set-resources"].get(name, {}).get("slurm_extra") == "'--exclusive'", name
         assert re.search(r"^\s+bench_slot=1,$", rule_blocks()[name], re.MULTILINE), name
+
+
+GPU_SKU = {"iree": {"target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"},
+           "slurm": {"partition": "gpu-a100", "gres": "gpu:a100:1", "constraint": "a100|h100"}}
+
+
+@pytest.mark.e2e
+def test_slurm_profile_places_each_skus_jobs_in_its_partition_with_its_gpu(tmp_path):
+    suite = tiny_suite()
+    suite["skus"]["gpu"] = GPU_SKU
+    # A CUDA SKU without a gres: warned about, placed like any other.
+    suite["skus"]["bare-cuda"] = {"iree": GPU_SKU["iree"]}
+    write_suite(tmp_path / "suite.yaml", suite)
+    env = {**os.environ, "BENCHFLOW_SLURM_ACCOUNT": "acct", "BENCHFLOW_SLURM_PARTITION": "cpu"}
+    proc = snakemake(tmp_path, "-n", "results/report.json", "--configfile",
+                     str(tmp_path / "suite.yaml"), "--profile", str(REPO / "profiles" / "slurm"),
+                     env=env)
+    placed = {}
+    for block in re.split(r"\n(?=\s*rule \w+:)", proc.stdout):
+        sku = re.search(r"wildcards: .*?sku=([\w.-]+)", block)
+        res = job_resources(block)
+        if sku and res and res[0][0] == "iree_batch":
+            placed[sku.group(1)] = res[0][1]
+    assert set(placed) == {"host", "generic", "gpu", "bare-cuda"}, placed
+    assert placed["gpu"]["slurm_partition"] == "gpu-a100"
+    assert placed["gpu"]["gres"] == "gpu:a100:1" and placed["gpu"]["constraint"] == "a100|h100"
+    for sku in ("host", "generic", "bare-cuda"):
+        assert placed[sku]["slurm_partition"] == "cpu", placed[sku]
+        assert "gres" not in placed[sku] and "constraint" not in placed[sku], placed[sku]
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("benchflow: SLURM")]
+    assert len(warnings) == 1 and "'bare-cuda' targets cuda" in warnings[0], proc.stderr
+
+
+class Default:
+    """A --default-resources entry as snakemake keeps it (its raw expression)."""
+
+    def __init__(self, raw):
+        self.raw = raw
+
+
+def test_unset_account_and_partition_are_warned_about_once_each(monkeypatch):
+    monkeypatch.delenv("BENCHFLOW_SLURM_ACCOUNT", raising=False)
+    monkeypatch.setenv("BENCHFLOW_SLURM_PARTITION", "cpu")
+    profile = {"slurm_account": Default("'$BENCHFLOW_SLURM_ACCOUNT'"),
+               "slurm_partition": Default("'$BENCHFLOW_SLURM_PARTITION'")}
+    assert r.default_resource(profile, "slurm_partition") == "cpu"
+    assert r.default_resource(profile, "mem_mb") is None
+    lines = r.slurm_warnings({"host": {"iree": {"target_backend": "llvm-cpu"}}}, profile)
+    assert lines == ["benchflow: SLURM: BENCHFLOW_SLURM_ACCOUNT is not set, so sbatch gets "
+                     "$BENCHFLOW_SLURM_ACCOUNT; export BENCHFLOW_SLURM_ACCOUNT=<your account> "
+                     '(README.md, "Cluster")']
+    # --executor slurm without the profile: neither is given.
+    assert r.slurm_in_use({}, ["snakemake", "--executor", "slurm"])
+    assert r.slurm_in_use({}, ["snakemake", "--executor=slurm"])
+    assert not r.slurm_in_use({}, ["snakemake", "--cores", "2"])
+    assert not r.slurm_in_use({}, ["snakemake", "--executor", "slurm-jobstep"])
+    assert len(r.slurm_warnings({}, {})) == 2
+    # A GPU SKU with a gres, or a CPU SKU, is not warned about.
+    skus = {"gpu": GPU_SKU, "rocm": {"iree": {"target_backend": "rocm"}}}
+    assert [line.split("'")[1] for line in r.slurm_warnings(skus, profile)[1:]] == ["rocm"]
+
+
+def test_placement_is_no_part_of_a_cases_key():
+    from workflow.stages.keys import sku_settings, without_placement
+
+    sku = {"description": "d", **GPU_SKU}
+    bare = {k: v for k, v in sku.items() if k != "slurm"}
+    assert sku_settings(sku) == sku_settings(bare)
+    assert without_placement(sku) == bare
+    # The schema's defaults fill it in for every SKU; no key or job param sees them.
+    from workflow.suite.load import load
+
+    default = load([DEFAULT_SUITE]).sku("cpu-host")
+    assert default["slurm"] == {"partition": None, "gres": None, "constraint": None}
+    assert "slurm" not in sku_settings(default) and "slurm" not in without_placement(default)
+    assert r.slurm_partition(default, "cpu") == "cpu"
+    assert r.slurm_gres(default) is None and r.slurm_constraint(default) is None

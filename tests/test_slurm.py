@@ -4,8 +4,10 @@ tests/slurm/start_slurm.sh starts munged, slurmctld and slurmd of Debian's packa
 (installing them when missing); the suite runs with `--profile profiles/slurm`, only the
 site's settings overridden (account, partition, squeue as status command because the
 test cluster has no slurmdbd, short status intervals); one timing job is cancelled with
-scancel while it measures, and the suite must still complete with nothing lost.
-slurmctld's job completion log is the scheduler's record checked here.
+scancel while it measures, and the suite must still complete with nothing lost. A CUDA
+SKU (compile-only here) names its own partition and a GPU gres (skus.gpu.slurm): its job
+must be placed there with the GPU (the test cluster's node has one, a count in gres.conf).
+slurmctld's job completion log and scontrol are the scheduler's records checked here.
 
 Run with `pytest -m slurm` as root; elsewhere it is skipped with the reason, unless
 BENCHFLOW_REQUIRE_SLURM is set (CI), where a missing cluster is a failure.
@@ -26,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_suite
-from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
+from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min, slurm_gres
 from workflow.suite.load import load
 
 pytestmark = pytest.mark.slurm
@@ -37,15 +39,24 @@ ACCOUNT = "benchflow-test"
 MEASUREMENT = {"invocations": 3, "max_invocations": 3, "repetitions": 5,
                "min_warmup_time_s": 0.2, "min_time_s": 0.05, "rerun_noisy": False}
 WORKLOADS = ["linear-16x32x32-f32", "linear-32x64x64-f32"]
+GPU_PARTITION = "benchflow-gpu"  # tests/slurm/start_slurm.sh's second partition
 RUN_TIMEOUT_S = 900
 
 
 def suite() -> dict:
     return {
         "suite_name": "slurm",
-        "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": dict(MEASUREMENT)}},
-        "workloads": [{"model": "linear", "shapes": [[16, 32, 32], [32, 64, 64]]}],
-        # One case per IREE job: two timing jobs, one of them cancelled and retried.
+        "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": dict(MEASUREMENT)},
+                 # Compiled here, not timed (no CUDA device): one short job that goes to
+                 # its own partition and asks for its GPU.
+                 "gpu": {"iree": {"target_backend": "cuda", "target_chip": "sm_80",
+                                  "device": "cuda"},
+                         "slurm": {"partition": GPU_PARTITION, "gres": "gpu:1"}}},
+        "workloads": [{"model": "linear", "shapes": [[16, 32, 32], [32, 64, 64]],
+                       "skus": ["host"]},
+                      {"model": "linear", "shapes": [[16, 32, 32]], "skus": ["gpu"]}],
+        # One case per IREE job: two timing jobs on host, one of them cancelled and
+        # retried, and the GPU SKU's.
         "iree_batch_size": 1,
     }
 
@@ -162,7 +173,7 @@ def cancel_a_measuring_timing_job(cluster: Cluster, proc: subprocess.Popen) -> s
         out = cluster.run("squeue", "-h", "-t", "RUNNING", "-o", "%i|%k", check=False)
         for line in out.splitlines():
             job, comment = line.split("|", 1)
-            if not comment.startswith("rule_iree_batch_"):
+            if not comment.startswith("rule_iree_batch_") or "host" not in comment:
                 continue
             info = cluster.run("scontrol", "show", "job", "-o", job, check=False)
             m = re.search(r"StdOut=(\S+)", info)
@@ -203,14 +214,13 @@ def test_every_job_ran_through_slurm_with_the_profiles_resources(cluster, finish
     workdir, out, cancelled = finished
     submitted = submissions(out)
     records = cluster.records()
-    # Two IREE batch jobs (one case each: export, compile, run, verify, record) plus the
-    # retry of the cancelled one.
+    # Three IREE batch jobs (one case each: export, compile, run, verify, record) plus
+    # the retry of the cancelled one.
     kinds = sorted(submitted.values())
-    assert kinds == ["rule_iree_batch"] * 3, kinds
+    assert kinds == ["rule_iree_batch"] * 4, kinds
     assert set(submitted) <= set(records), "the scheduler has no record of some jobs"
     the_suite = load([workdir / "suite.yaml"])
     timeouts = the_suite.config["timeouts"]
-    measurement = the_suite.sku("host")["measurement"]
     names = {records[j]["Name"] for j in submitted}
     assert len(names) == 1, f"one snakemake run, one SLURM job name: {names}"
     wildcards = wildcards_of(workdir, submitted)
@@ -220,16 +230,48 @@ def test_every_job_ran_through_slurm_with_the_profiles_resources(cluster, finish
         rec = records[job]
         sku, batch = wildcards[job].split("_", 1)
         cases = the_suite.iree_batches[(sku, batch)]
-        assert rec["Account"] == ACCOUNT and rec["Partition"] == "benchflow", rec
+        partition = GPU_PARTITION if sku == "gpu" else "benchflow"
+        assert rec["Account"] == ACCOUNT and rec["Partition"] == partition, rec
         assert rec["JobState"] == ("CANCELLED" if job == cancelled else "COMPLETED"), rec
-        # Wall time from the suite's timeouts of every stage of its cases, memory from
-        # the largest model's estimated weights, twice as much on the second attempt.
-        assert int(rec["TimeLimit"]) == iree_batch_runtime_min(len(cases), measurement,
-                                                               timeouts)
-        tries = [iree_batch_mem_mb([c.workload for c in cases], attempt) for attempt in (1, 2)]
+        # Wall time: what the cases are expected to take on the first attempt (no earlier
+        # records here), every stage at its timeout on the retry; memory from the largest
+        # model's estimated weights, twice as much on the second attempt.
+        attempt = 2 if job in retried else 1
+        workloads = [c.workload for c in cases]
+        measurement = the_suite.sku(sku)["measurement"]
+        assert int(rec["TimeLimit"]) == iree_batch_runtime_min(workloads, measurement,
+                                                               timeouts, attempt), rec
+        tries = [iree_batch_mem_mb(workloads, attempt) for attempt in (1, 2)]
         assert mem_of(rec) == tries[job in retried], rec
         # One CPU asked for (set-threads), the whole node granted (--exclusive).
         assert "cpu=1," in rec["Tres"] and int(rec["ProcCnt"]) == cluster.cpus, rec
+
+
+def test_a_gpu_skus_job_went_to_its_partition_with_its_gres(cluster, finished):
+    """The SKU's `slurm` settings reach sbatch: its partition, and its gres on the job
+    that uses its device; the host SKU's jobs ask for no GPU."""
+    workdir, out, _ = finished
+    submitted = submissions(out)
+    wildcards = wildcards_of(workdir, submitted)
+    records = cluster.records()
+    the_suite = load([workdir / "suite.yaml"])
+    gpu_jobs = [j for j in submitted if wildcards[j].startswith("gpu_")]
+    assert len(gpu_jobs) == 1, wildcards
+    for job in submitted:
+        # MinJobAge keeps finished jobs in slurmctld for minutes: scontrol still has them.
+        info = cluster.run("scontrol", "show", "job", "-o", job)
+        sku = wildcards[job].split("_", 1)[0]
+        gres = slurm_gres(the_suite.sku(sku))
+        if job in gpu_jobs:
+            assert gres == "gpu:1" and records[job]["Partition"] == GPU_PARTITION
+            assert re.search(r"TresPerNode=(gres:)?gpu:1\b", info), info
+            assert records[job]["JobState"] == "COMPLETED", records[job]
+        else:
+            assert gres is None and "TresPerNode" not in info, info
+    # Compiled on the GPU partition, compile-only there (no CUDA device on the node).
+    report = json.loads((workdir / "results" / "report.json").read_text())
+    gpu_cases = [c for c in report["cases"] if c["sku"] == "gpu"]
+    assert len(gpu_cases) == 1 and gpu_cases[0]["compile"]["binary_bytes"] > 0, gpu_cases
 
 
 def test_timing_jobs_never_shared_the_node(cluster, finished):
@@ -268,11 +310,12 @@ def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
     assert mem_of(retry) > mem_of(records[cancelled])
 
     report = json.loads((workdir / "results" / "report.json").read_text())
-    cases = {c["workload"]: c for c in report["cases"]}
+    cases = {c["workload"]: c for c in report["cases"] if c["sku"] == "host"}
     assert sorted(cases) == sorted(WORKLOADS)
     the_suite = load([workdir / "suite.yaml"])
     batch_of = {c.workload.id: f"{sku}_{batch}"
-                for (sku, batch), cases in the_suite.iree_batches.items() for c in cases}
+                for (sku, batch), cases in the_suite.iree_batches.items() for c in cases
+                if sku == "host"}
     run_jobs = {wildcards[j]: j for j in submitted if records[j]["JobState"] == "COMPLETED"}
     for wid, case in cases.items():
         assert case["status"] == "ok", case

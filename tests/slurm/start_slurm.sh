@@ -21,6 +21,9 @@ mkdir -p "$STATE"
 STATE=$(cd "$STATE" && pwd)
 NODE=benchflow-node
 PARTITION=benchflow
+# A second partition on the same node with one (fake) GPU: a suite's GPU SKU names it and
+# a gres (skus.<sku>.slurm), and the test checks its jobs were placed there with the GPU.
+GPU_PARTITION=benchflow-gpu
 # profiles/slurm asks for 4 CPUs per compile job; a node with fewer would leave those
 # jobs pending forever. On a smaller machine the node claims 4 (config_overrides below):
 # jobs then share the real cores, which slows them but changes no result.
@@ -116,8 +119,18 @@ KillWait=5
 MpiDefault=none
 # Trust the CPUs and memory below rather than the hardware slurmd detects.
 SlurmdParameters=config_overrides
-NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
+# One fake GPU (gres.conf): nothing runs on it, but a job that asks for --gres=gpu:1 is
+# scheduled, and scontrol's TresPerNode says so.
+GresTypes=gpu
+NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:1 State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+PartitionName=$GPU_PARTITION Nodes=$NODE MaxTime=INFINITE State=UP OverSubscribe=NO
+EOF
+# Beside slurm.conf, where slurmd looks for it. slurm 22.05's gres/gpu counts 0 GPUs
+# without a File (the node then turns INVAL: "count reported lower than configured");
+# /dev/null stands in for the device file.
+cat >"$STATE/gres.conf" <<EOF
+NodeName=$NODE Name=gpu File=/dev/null Count=1
 EOF
 export SLURM_CONF="$STATE/slurm.conf"
 
@@ -170,13 +183,14 @@ done
 case "$state" in
     idle|mix|alloc) ;;
     *) log "node $NODE not ready (state: '${state:-none}')"
-       tail -20 "$STATE/log/slurmctld.log" "$STATE/log/slurmd.log" >&2 || true
+       tail -n 20 "$STATE/log/slurmctld.log" "$STATE/log/slurmd.log" >&2 || true
        exit 6 ;;
 esac
 
 cat >"$STATE/env" <<EOF
 SLURM_CONF=$SLURM_CONF
 BENCHFLOW_SLURM_PARTITION=$PARTITION
+BENCHFLOW_SLURM_GPU_PARTITION=$GPU_PARTITION
 BENCHFLOW_SLURM_NODE=$NODE
 BENCHFLOW_SLURM_CPUS=$CPUS
 BENCHFLOW_SLURM_JOBCOMP=$STATE/log/jobcomp.log

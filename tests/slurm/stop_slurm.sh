@@ -18,7 +18,7 @@ running() {  # running NAME: the daemon start_slurm.sh recorded is alive and sti
 if running slurmctld && command -v scancel >/dev/null; then
     export SLURM_CONF="$STATE/slurm.conf"
     # Jobs still running would outlive slurmd (slurmstepd is detached from it).
-    timeout 10 scancel --full --quiet --partition=benchflow 2>/dev/null || true
+    timeout 10 scancel --full --quiet --partition=benchflow,benchflow-gpu 2>/dev/null || true
     for _ in $(seq 40); do
         [ -z "$(timeout 5 squeue -h -t running,completing -o %i 2>/dev/null)" ] && break
         sleep 0.25

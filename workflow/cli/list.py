@@ -15,20 +15,22 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workflow.models.registry import all_models
+    from workflow.backends.torch.recipes import RECIPE_HELP
+    from workflow.models.registry import suite_models
+    from workflow.suite.load import load
 
+    # The default suite unless --configfile names others, loaded first: that imports its
+    # model_modules, whose models are listed with the built-in ones (and its SKUs,
+    # backends and recipes below).
+    suite = load(args.configfile)
     print("models (name: configs; default shape; description):")
-    for name, spec in all_models().items():
+    for name, spec in suite_models(suite.config["model_modules"]).items():
         layers = ", --layers" if spec.supports_layers else ""
         missing = spec.unavailable_reason()
         note = f" [unavailable: {missing}]" if missing else ""
-        print(f"  {name}: {', '.join(spec.configs)}; "
-              f"{list(spec.default_shape)} {spec.shape_doc}{layers}; {spec.description}{note}")
-    # SKUs, backends and recipes of the default suite unless --configfile names others.
-    from workflow.backends.torch.recipes import RECIPE_HELP
-    from workflow.suite.load import load
-
-    suite = load(args.configfile)
+        origin = f" [model_modules: {spec.source}]" if spec.source else ""
+        print(f"  {name}: {', '.join(spec.configs)}; {list(spec.default_shape)} "
+              f"{spec.shape_doc}{layers}; {spec.description}{origin}{note}")
     print(f"skus ({suite.source}):")
     for name, sku in suite.config["skus"].items():
         print(f"  {name}: {sku['description']}")

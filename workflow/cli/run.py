@@ -8,8 +8,11 @@ default suite or --configfile), written into a work directory of its own, and
 snakemake runs there as a subprocess with that suite's results/report.json as target
 (that report holds the case whatever its backend: IREE cases, torch batches and cases
 known unsupported are all collected there). A second identical run finds everything
-up to date. The case record is printed as one line and appended to -o OUT.json (a
-benchflow results file, or a Forge results list that gets a Forge-shaped entry).
+up to date: it measures nothing, says `cached: <case id> measured at <when>`, and the
+record it appends is marked cached (--force measures again). The case record is printed
+as one line and appended to -o OUT.json (a benchflow results file, or a Forge results
+list that gets a Forge-shaped entry). -m takes a built-in model or one of the
+model_modules of the suite the settings come from (--configfile).
 `--layers` equal to the config's own depth is the plain case; a `--loop_count` other
 than the SKU's repetitions is a SKU of its own (`<sku>-loop<N>`), so runs with other
 loop counts neither share nor invalidate each other's cached results.
@@ -104,6 +107,14 @@ def summary_line(rec: dict) -> str:
     return "  ".join(parts)
 
 
+def cached_line(rec: dict) -> str:
+    """Said of a record this run did not measure: an earlier run's, its jobs up to date."""
+    from workflow.stats.speedup import measured_at
+
+    return (f"cached: {rec['id']} measured at {measured_at(rec) or 'an earlier run'} "
+            "(no job of it ran; --force to measure again)")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         from workflow.cli import list as list_cmd
@@ -114,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     outcome = run_one(args)
     if outcome.record is not None:
         print(summary_line(outcome.record))
+    if outcome.cached:
+        print(cached_line(outcome.record))
     if outcome.error is not None:
         print(f"benchflow run: {outcome.error}", file=sys.stderr)
         return 1
@@ -156,6 +169,9 @@ def add_parser(sub) -> None:
     p.add_argument("--lock-wait", type=float, default=LOCK_WAIT_S, metavar="S",
                    help="seconds to wait for another run of the same case (or a snakemake) "
                         f"holding the work directory (default {LOCK_WAIT_S:g})")
+    p.add_argument("--force", action="store_true",
+                   help="measure the case again even when its results are up to date "
+                        "(snakemake --forceall in its work directory)")
     p.add_argument("-l", "--list", action="store_true", help="list models, SKUs, backends, recipes")
     p.add_argument("-v", "--verbose", action="store_true", help="show snakemake's output")
     p.set_defaults(func=run)

@@ -136,6 +136,15 @@ def all_models() -> dict[str, ModelSpec]:
     return dict(sorted(REGISTRY.items()))
 
 
+def suite_models(model_modules) -> dict[str, ModelSpec]:
+    """The models a suite can name: the built-in ones and those of its `model_modules`
+    (the absolute paths the suite loader resolved and imported), by name. Not every model
+    this process registered: another suite's files, imported earlier in it, are not this
+    suite's."""
+    own = {str(Path(p).resolve()) for p in model_modules}
+    return {n: s for n, s in all_models().items() if s.source is None or s.source in own}
+
+
 _LOADED_FILES: set[str] = set()
 _CURRENT_FILE: list[str] = []  # the model file being imported, recorded as ModelSpec.source
 

@@ -23,12 +23,19 @@ once) and never damages what is there:
   file (a FIFO, /dev/zero, a directory, a link loop or a dangling link), unread;
 - an OUT.json that is a symbolic link is written through: its target is updated, the
   link kept (as cp and editors do), and the lock is the target's.
+
+A record `benchflow run` did not measure (its case's jobs were up to date, so it is the
+record an earlier run measured) is appended marked so (cached_record): its provenance
+has `cached: {"appended_at": <UTC time>}`, and a Forge entry `"cached": true` beside it;
+a measured record has neither key. Without the mark, two equal entries would read as
+two measurements that agreed exactly.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 from filelock import FileLock
@@ -45,6 +52,9 @@ KIND = "benchflow-results"
 FORGE_KEYS = ("args", "samples_per_sec")
 # The key of a Forge entry that holds benchflow's whole case record.
 FORGE_RECORD_KEY = "benchflow"
+# The key, in a record's provenance (and a Forge entry), of an appended record that was
+# not measured by the run that appended it (cached_record).
+CACHED_KEY = "cached"
 # benchflow dtypes -> Forge's -df names.
 FORGE_DATAFORMATS = {"f32": "Fp32", "f16": "Fp16", "bf16": "Fp16_b"}
 
@@ -112,6 +122,15 @@ def new_document() -> dict:
     return {"schema_version": SCHEMA_VERSION, "kind": KIND, "cases": []}
 
 
+def cached_record(record: dict) -> dict:
+    """A copy of `record` marked as reused, not measured, by the run appending it now:
+    its provenance gains {CACHED_KEY: {"appended_at": ...}} (the case schema leaves a
+    case's provenance open; when it was measured stays timing.measured_at)."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    provenance = {**(record.get("provenance") or {}), CACHED_KEY: {"appended_at": now}}
+    return {**record, "provenance": provenance}
+
+
 def forge_entry(record: dict, *, output: str | None = None, git_hash: str | None = None,
                 date: str | None = None) -> dict:
     """A case record as the result object Forge's benchmark.py appends.
@@ -149,6 +168,9 @@ def forge_entry(record: dict, *, output: str | None = None, git_hash: str | None
     if record.get("status") != Status.OK:
         where = f" at {record['stage']}" if record.get("stage") else ""
         entry["error"] = f"{record.get('status')}{where}: {record.get('error') or ''}".strip()
+    if CACHED_KEY in (record.get("provenance") or {}):
+        # Where a Forge reader looks: a reader summing samples must not count it twice.
+        entry[CACHED_KEY] = True
     entry[FORGE_RECORD_KEY] = record
     return entry
 

@@ -325,6 +325,34 @@ def skipped(cases: list[dict]) -> list[dict]:
     return sorted((x for x in cases if x["status"] == Status.SKIPPED), key=lambda x: x["id"])
 
 
+def unsupported(cases: list[dict]) -> list[dict]:
+    """The unsupported cases, by id: each is shown with why (the record's error)."""
+    return sorted((x for x in cases if x["status"] == Status.UNSUPPORTED),
+                  key=lambda x: x["id"])
+
+
+def by_reason(cases: list[dict]) -> list[tuple[str, list[str]]]:
+    """(reason, ids) of `cases` grouped by their one-line reason (`skip_reason`), in the
+    order each reason first occurs: a recipe a backend cannot run is one line, not one
+    per workload."""
+    groups: dict[str, list[str]] = {}
+    for case in cases:
+        groups.setdefault(skip_reason(case), []).append(case["id"])
+    return list(groups.items())
+
+
+def cv_text(case: dict) -> str:
+    """'3.1 %' or '12.4 % noisy': the CV of a timed case's invocation medians, with the
+    noisy flag (its CV above the SKU's noisy_cv); '—' for a case not timed (the same
+    cases `flag_counts` counts as timed)."""
+    if median_ms(case) is None:
+        return "—"
+    timing = section(case, "timing")
+    cv = timing.get("cv")
+    text = "—" if cv is None else f"{100 * cv:.1f} %"
+    return text + (" noisy" if timing.get("noisy") else "")
+
+
 def compile_only(cases: list[dict]) -> list[dict]:
     """The compile-only cases, by id: each is shown with why it was not run."""
     return sorted((x for x in cases if x["status"] == Status.COMPILE_ONLY),
@@ -342,7 +370,8 @@ def not_measured(case: dict, name: str) -> str | None:
 
 
 def skip_reason(case: dict) -> str:
-    """Why a case was skipped (the record's error), on one line."""
+    """Why a case was skipped, is unsupported or only compiled (the record's error), on
+    one line."""
     return " ".join((case.get("error") or "no reason recorded").split())
 
 

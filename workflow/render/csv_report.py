@@ -22,21 +22,54 @@ TORCHAO_COLUMNS = (
     "profiler_json_path", "memory_profile_path", "memory_visualization_path", "memory_stats",
 )
 
+# torchao's times and speedups of a training row under benchflow's own names (torchao's
+# microbenchmarks measure inference only, so a training step under one of its inference
+# columns would read as a forward pass): these come after torchao's columns, and a row
+# fills either torchao's seven or these seven, by its mode.
+TRAINING_NAMES = {
+    "baseline_model_eager_inference_time_in_ms": "baseline_model_eager_training_time_in_ms",
+    "quantized_model_eager_inference_time_in_ms": "quantized_model_eager_training_time_in_ms",
+    "baseline_model_compiled_inference_time_in_ms":
+        "baseline_model_compiled_training_time_in_ms",
+    "quantized_model_compiled_inference_time_in_ms":
+        "quantized_model_compiled_training_time_in_ms",
+    "eager speedup on baseline": "eager training speedup on baseline",
+    "compile speedup on baseline": "compile training speedup on baseline",
+    "eager vs compile speedup": "eager vs compile training speedup",
+}
+TRAINING_COLUMNS = tuple(TRAINING_NAMES.values())
+SPEEDUPS = ("eager speedup on baseline", "compile speedup on baseline",
+            "eager vs compile speedup")
+
 # Our dtype names -> torch's, as torchao writes high_precision_dtype.
 TORCH_DTYPES = {"f32": "torch.float32", "bf16": "torch.bfloat16", "f16": "torch.float16",
                 "f64": "torch.float64"}
 
 
-def torchao_columns(case: dict, index: c.Index) -> dict:
-    mkn = c.gemm_mkn(case) or (None, None, None)
+def times_columns(case: dict, index: c.Index) -> tuple[dict, dict]:
+    """torchao's four times and three speedups of this case's SKU and workload: (under
+    torchao's inference names, under TRAINING_NAMES), the side that is not the case's
+    mode blank."""
     t = index.torchao_times(case)
-    profile = c.section(case, "profile")
-    memory = c.section(case, "memory")
-    speedups = {
+    found = {
+        "baseline_model_eager_inference_time_in_ms": t["baseline_eager"],
+        "quantized_model_eager_inference_time_in_ms": t["quantized_eager"],
+        "baseline_model_compiled_inference_time_in_ms": t["baseline_compiled"],
+        "quantized_model_compiled_inference_time_in_ms": t["quantized_compiled"],
         "eager speedup on baseline": c.ratio(t["baseline_eager"], t["quantized_eager"]),
         "compile speedup on baseline": c.ratio(t["baseline_compiled"], t["quantized_compiled"]),
         "eager vs compile speedup": c.ratio(t["quantized_eager"], t["quantized_compiled"]),
     }
+    training = case["mode"] == "training"
+    return ({name: None if training else v for name, v in found.items()},
+            {TRAINING_NAMES[name]: v if training else None for name, v in found.items()})
+
+
+def torchao_columns(case: dict, index: c.Index) -> dict:
+    mkn = c.gemm_mkn(case) or (None, None, None)
+    inference, training = times_columns(case, index)
+    profile = c.section(case, "profile")
+    memory = c.section(case, "memory")
     return {
         "name": case.get("group") or case["workload"],
         "quantization": case["recipe"],
@@ -46,19 +79,17 @@ def torchao_columns(case: dict, index: c.Index) -> dict:
         "torch_compile_mode": case.get("compile_mode"),
         "device": case.get("device"),
         "model_type": case["model"],
-        "baseline_model_eager_inference_time_in_ms": t["baseline_eager"],
-        "quantized_model_eager_inference_time_in_ms": t["quantized_eager"],
-        "baseline_model_compiled_inference_time_in_ms": t["baseline_compiled"],
-        "quantized_model_compiled_inference_time_in_ms": t["quantized_compiled"],
-        **speedups,
+        **inference,
         "profiler_json_path": profile.get("trace"),
         "memory_profile_path": profile.get("memory_snapshot"),
         "memory_visualization_path": None,
         "memory_stats": json.dumps(memory, sort_keys=True) if memory else None,
-        # Ours, not torchao's: its three speedups are ratios of medians of separately
-        # measured cases, and say so.
-        "torchao_speedups_basis": (CROSS_RUN if any(v is not None for v in speedups.values())
-                                   else None),
+        **training,
+        # Ours, not torchao's: its three speedups (of either mode) are ratios of medians
+        # of separately measured cases, and say so.
+        "torchao_speedups_basis": (CROSS_RUN if any(
+            inference[n] is not None or training[TRAINING_NAMES[n]] is not None
+            for n in SPEEDUPS) else None),
     }
 
 

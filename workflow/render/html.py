@@ -39,7 +39,9 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
                 if len(interval) == 2 and c.median_ms(x) is not None else "")
 
     return [
-        ("Status", "txt", lambda x: f"{c.SYMBOLS[c.status(x)]} {c.status(x)}"
+        # The status as a word; its shape is CSS on the row's st-<status> class (the
+        # page's style), so it shows without an emoji font and reads aloud as the word.
+        ("Status", "txt", lambda x: c.status(x)
                                     + (f" ({x['stage']})" if x.get("stage") else "")
                                     + (f" · {DISTURBED}" if c.disturbed(x) else "")),
         # The id is sku/backend/workload/recipe: its parts are the columns, so the table
@@ -48,11 +50,14 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
         ("SKU", "txt", lambda x: x["sku"]),
         ("Backend", "txt", lambda x: x["backend"]),
         ("Recipe", "txt", lambda x: x["recipe"]),
+        ("Mode", "txt", lambda x: x["mode"]),
         ("Median ms", "num", timing("median_ms")),
         # Why a compile-only case has no time ("unsupported: no cuda device here: ...").
         ("Not measured", "txt", lambda x: c.not_measured(x, "timing") or ""),
         ("95% CI ms", "txt", ci),
-        ("CV", "num", timing("cv")),
+        # The CV in % with the noisy flag as text; it sorts on the CV itself.
+        ("CV", "num", lambda x: ((c.section(x, "timing")["cv"], c.cv_text(x))
+                                 if c.median_ms(x) is not None else None)),
         ("Eager ms", "num", index.eager_ms),
         ("Speedup vs eager", "num", speedup("vs_eager")),
         ("Speedup vs baseline", "num", speedup("vs_baseline")),
@@ -143,11 +148,13 @@ def render(report: dict, peak: dict | None = None) -> str:
         suite_name=report.get("provenance", {}).get("suite_name", "?"),
         meta=meta(report, peak),
         cases=len(cases),
-        counts=[(n[k], c.SYMBOLS[k], k) for k in c.SYMBOLS if n[k] or k == Status.OK],
+        counts=[(n[k], k) for k in c.SYMBOLS if n[k] or k == Status.OK],
+        counts_by_status=n,
         flags=c.flag_counts(cases),
         disturbed=[(x["id"], c.disturbance_reason(x)) for x in c.ordered(cases)
                    if c.disturbed(x)],
         attention=attention(cases),
+        unsupported=c.by_reason(c.unsupported(cases)),
         skipped=[(x["id"], c.skip_reason(x)) for x in c.skipped(cases)],
         compile_only=[(x["id"], c.skip_reason(x)) for x in c.compile_only(cases)],
         header=header,

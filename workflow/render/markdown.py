@@ -21,11 +21,14 @@ COLUMNS = (
                 "`torch-inductor` (torch.compile)."),
     ("Recipe", "the numerics variant: `baseline` is unquantized; others are torchao recipes "
                "such as `int8wo`."),
+    ("Mode", "`inference` (forward passes) or `training` (whole training steps: forward, "
+             "backward and optimizer step); a training case's times are of steps."),
     ("SKU", "the machine configuration of the suite (target CPU, device, threads)."),
     ("Status", "✅ ran and is within its accuracy threshold with no golden regression; "
                "🚧 ran but is degraded: accuracy below its threshold (`accuracy.accurate` "
                "false or PCC below `min_pcc`) or a golden regression (time, dispatch count "
-               "or binary size); ✘ failed (the stage is named); ⊘ unsupported; ⏭ skipped; "
+               "or binary size); ✘ failed (the stage is named); ⊘ unsupported and ⏭ skipped "
+               "(each listed under Unsupported or Skipped with why); "
                "⚙ compile-only: compiled here (dispatches, binary size and compile time, "
                "judged against their goldens) but not run, its device being absent here "
                "(listed with why; its time and accuracy are unsupported there). "
@@ -41,6 +44,8 @@ COLUMNS = (
     ("Backend ms [95% CI]", "this case's median latency in milliseconds, the median of its "
                             "invocation medians, and the 95% interval of that median "
                             "(none below 6 invocations, where no interval reaches 95%)."),
+    ("CV", "the coefficient of variation of the invocation medians, in %; `noisy` when it "
+           "is above the SKU's `noisy_cv` (counted in the summary beside ⚠ disturbed)."),
     ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager. "
                 "*cross-run*: the ratio of two medians measured at different moments (how "
                 "far apart, where both times are known; the times and both case ids are in "
@@ -93,9 +98,9 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
     pcc = ("⊘ unsupported" if c.not_measured(case, "accuracy")
            else c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"))
     return [case["model"], case["config"], case["dtype"], c.shape_text(case),
-            case["backend"], case["recipe"], case["sku"], status_cell(case), ops,
-            c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
-            c.fmt(index.eager_ms(case)), timing,
+            case["backend"], case["recipe"], case["mode"], case["sku"], status_cell(case),
+            ops, c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
+            c.fmt(index.eager_ms(case)), timing, c.cv_text(case),
             c.speedup_text(case, "vs_eager"),
             pcc, c.verdict_text(case) + mde_text(case)]
 
@@ -123,6 +128,7 @@ def attention(cases: list[dict]) -> str:
         lines = [f"- `{x['id']}`: {cell('; '.join(c.degraded_reasons(x)))}" for x in degraded]
         parts.append(f"### Degraded accuracy ({len(degraded)})\n\n" + "\n".join(lines))
     text = "\n\n".join(parts) or "No regressions, failures or accuracy losses."
+    text += unsupported_section(cases)
     skipped = c.skipped(cases)
     if skipped:
         lines = [f"- `{x['id']}`: {cell(c.skip_reason(x))}" for x in skipped]
@@ -137,6 +143,18 @@ def attention(cases: list[dict]) -> str:
                  "run (no time, no accuracy) because their device is absent here:\n\n"
                  + "\n".join(lines))
     return text + disturbed_section(cases)
+
+
+def unsupported_section(cases: list[dict]) -> str:
+    """The unsupported cases with why, one line per reason (a recipe a backend cannot run
+    is one reason for every workload)."""
+    found = c.unsupported(cases)
+    if not found:
+        return ""
+    lines = [f"- {cell(why)} ({len(ids)}): " + ", ".join(f"`{i}`" for i in ids)
+             for why, ids in c.by_reason(found)]
+    return (f"\n\n### Unsupported ({len(found)})\n\nCombinations this backend, recipe or "
+            "mode cannot run (not failures), with why:\n\n" + "\n".join(lines))
 
 
 def disturbed_section(cases: list[dict]) -> str:

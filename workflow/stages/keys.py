@@ -75,14 +75,26 @@ def iree_tools(sku: dict) -> dict:
             "verify runtime": package_build("iree-base-runtime")}
 
 
+# A SKU's keys that decide nothing its cases produce: the description is text for
+# reports; `slurm` only places its jobs on a cluster (stages/resources.py), and moving
+# them to another partition must not measure every case again.
+NOT_SETTINGS = ("description", "slurm")
+
+
 def sku_settings(sku: dict) -> dict:
-    """A SKU's settings that decide what its cases produce: not its description, nor
+    """A SKU's settings that decide what its cases produce: not NOT_SETTINGS, nor
     `iree.allow_any_compile_flags`, which only decides whether the suite is accepted
     (adding it must not measure every case again)."""
-    out = {k: v for k, v in sku.items() if k != "description"}
+    out = {k: v for k, v in sku.items() if k not in NOT_SETTINGS}
     if "iree" in out:
         out["iree"] = {k: v for k, v in out["iree"].items() if k != "allow_any_compile_flags"}
     return out
+
+
+def without_placement(sku: dict) -> dict:
+    """The SKU as a job's params see it (run_torch's): all of it but its cluster
+    placement, which reruns nothing."""
+    return {k: v for k, v in sku.items() if k != "slurm"}
 
 
 def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool) -> dict:

@@ -21,13 +21,22 @@ the tool was 35. HEADROOM covers activations of larger shapes and allocator
 variance; every retry of a job asks for `attempt` times as much, so a job killed for
 memory comes back with more.
 
-Wall time is the stage's own timeout (the suite's `timeouts`) plus the job overhead:
-a stage that hits its timeout is recorded as a failed case, which only works if
-SLURM's limit does not kill the job first.
+Wall time of an IREE batch or benchmark-file run is what its cases are expected to
+take (`iree_case_seconds`: export and compile from the weights, the measuring from the
+SKU's protocol, earlier records of the same cases where they exist), with a margin,
+each case capped by its stages' timeouts; a job that SLURM stops at that limit comes
+back (attempt 2) with the worst case, every stage at its timeout, so that a stage that
+hits its timeout is still recorded as a failed case. Other jobs ask for their stages'
+timeouts plus the job overhead.
+
+Placement (`slurm_partition`, `gres`, `constraint`): a SKU's `slurm` settings send its
+jobs to a partition of their own, and the jobs that use its device ask for its GPU.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 import os
 from collections.abc import Callable
@@ -35,6 +44,7 @@ from collections.abc import Callable
 # The built-in models' size tables; these modules import torch only when a model is built.
 from workflow.models.bert import BERT_CONFIGS, VOCAB
 from workflow.models.layers import ACTIVATIONS, BLOCK_CONFIGS
+from workflow.paths import CASE, EXPORT_MLIR
 
 # MiB of the nested snakemake inside each cluster job plus the stage adapter's
 # interpreter (measured: 202 MiB job peak - 35 MiB tool, rounded up).
@@ -160,7 +170,16 @@ def fallback_params() -> int:
 
 def _fp32_weight_bytes(workload) -> int:
     params = param_estimate(workload.model, workload.config, workload.shape, workload.layers)
-    return (fallback_params() if params is None else params) * BYTES_PER_ELEMENT["f32"]
+    if params is not None:
+        return params * BYTES_PER_ELEMENT["f32"]
+    # A model this module does not know: its earlier export's MLIR holds exactly its
+    # weights in the workload's dtype (scaled to the fp32 that export builds); without
+    # one, the largest built-in (under-asking would kill the job).
+    exported = EXPORT_MLIR.format(workload=workload.id)
+    if os.path.exists(exported):
+        return file_bytes(exported) * BYTES_PER_ELEMENT["f32"] // BYTES_PER_ELEMENT.get(
+            workload.dtype, BYTES_PER_ELEMENT["f32"])
+    return fallback_params() * BYTES_PER_ELEMENT["f32"]
 
 
 def export_mem_mb(workload, attempt: int = 1) -> int:
@@ -177,11 +196,105 @@ def iree_batch_mem_mb(workloads, attempt: int = 1) -> int:
     return max(mem_request_mb(stage, weights, attempt) for stage in STAGE_MEMORY)
 
 
-def iree_batch_runtime_min(cases: int, measurement: dict, timeouts: dict) -> int:
-    """The worst case of an IREE batch job: every stage of every case at its timeout."""
-    per_case = (timeouts["export_s"] + timeouts["compile_s"] + timeouts["verify_s"]
-                + _run_seconds(measurement, timeouts))
-    return runtime_min(cases * per_case)
+def iree_batch_runtime_min(workloads, measurement: dict, timeouts: dict, attempt: int = 1,
+                           earlier=None) -> int:
+    """Wall time of an IREE batch job: each case's expected time with a margin, capped
+    by its stages' timeouts (`iree_case_seconds`; `earlier`: the cases' earlier records
+    or None, in the order of `workloads`). A retry (attempt 2 on) asks for the worst
+    case, every stage of every case at its timeout: the first try may have been stopped
+    by this very limit."""
+    worst = _iree_case_worst_s(measurement, timeouts)
+    if attempt > 1:
+        return runtime_min(len(workloads) * worst)
+    earlier = earlier or [None] * len(workloads)
+    return runtime_min(sum(iree_case_seconds(w, measurement, timeouts, e)
+                           for w, e in zip(workloads, earlier, strict=True)))
+
+
+def _iree_case_worst_s(measurement: dict, timeouts: dict) -> float:
+    return (timeouts["export_s"] + timeouts["compile_s"] + timeouts["verify_s"]
+            + _run_seconds(measurement, timeouts))
+
+
+# Expected seconds of an IREE case's stages, calibrated on the 2-core x86 CI machine
+# (file times of the default suite's cases; torch 2.13, IREE 3.13): export 4 s (linear,
+# 0.25 MiB of weights) to 11 s (bert tiny, 17 MiB), including torch's import; compile
+# 1 s (linear) to 5.4 s (bert tiny); verify under 1 s. Per stage: (seconds with no
+# weights, seconds per MiB of fp32 weights).
+STAGE_SECONDS = {
+    "export": (4.0, 0.4),
+    "compile": (1.0, 0.26),
+    "verify": (1.0, 0.05),
+}
+# An iree-benchmark-module process beyond its warm-up and repetitions: start, module
+# load, inputs (the default suite's cpu-host cases: 19 invocations of 0.2 s warm-up +
+# 10 x 0.05 s took 20 to 25 s, about 0.4 s more each).
+INVOCATION_START_S = 0.5
+# Expected times are asked for this many times over: a cluster node, its file system
+# and a model larger than the calibration points may all be slower; still minutes
+# where the timeouts' sum is hours.
+ESTIMATE_MARGIN = 3.0
+
+
+def _stage_seconds(stage: str, weight_bytes: float) -> float:
+    base, per_mib = STAGE_SECONDS[stage]
+    return base + per_mib * weight_bytes / MIB
+
+
+def invocation_count(measurement: dict) -> int:
+    """Invocations one case may take: the first call, the adaptive maximum (or the fixed
+    count, doubled for a noisy case's rerun) and every retake of a disturbed one."""
+    m = measurement
+    if m.get("max_invocations", 0) > m["invocations"]:
+        counted = m["max_invocations"]
+    else:
+        counted = m["invocations"] * (2 if m.get("rerun_noisy") else 1)
+    return 1 + counted + m.get("max_retakes", 0)
+
+
+def invocation_seconds(measurement: dict, median_s: float = 0.0) -> float:
+    """One invocation: warm-up, then `repetitions` repetitions of at least min_time_s
+    (longer when one call takes longer: `median_s` from an earlier record)."""
+    m = measurement
+    return (INVOCATION_START_S + m.get("min_warmup_time_s", 0.0)
+            + m.get("repetitions", 1) * max(m.get("min_time_s", 0.0), median_s))
+
+
+def iree_case_seconds(workload, measurement: dict, timeouts: dict,
+                      earlier: dict | None = None) -> float:
+    """Expected seconds of one IREE case with the margin, at most its worst case. An
+    earlier record of the case (`earlier_record`) gives its compile seconds and its
+    median per call instead of the estimates."""
+    weights = _fp32_weight_bytes(workload)
+    compile_s = _stage_seconds("compile", weights)
+    median_s = 0.0
+    if earlier:
+        compile_s = (earlier.get("compile") or {}).get("seconds") or compile_s
+        median_s = ((earlier.get("timing") or {}).get("median_ms") or 0.0) / 1000
+    measuring = invocation_count(measurement) * invocation_seconds(measurement, median_s)
+    budget = measurement.get("budget_s")
+    if budget and measurement.get("max_invocations", 0) > measurement["invocations"]:
+        # Adaptive invocations stop after the one that spends budget_s (one more, and
+        # the first call, at most), unless the minimum count takes longer.
+        per = invocation_seconds(measurement, median_s)
+        measuring = min(measuring, budget + 2 * per
+                        + measurement["invocations"] * per)
+    expected = (_stage_seconds("export", weights) + compile_s
+                + _stage_seconds("verify", weights) + measuring)
+    return min(ESTIMATE_MARGIN * expected, _iree_case_worst_s(measurement, timeouts))
+
+
+def earlier_record(case) -> dict | None:
+    """The case's record from an earlier run (results/cases/...), or None: absent, or
+    not a record (a damaged one is measured again anyway, stages/plan.verify_batches)."""
+    path = CASE.format(sku=case.sku, backend=case.backend, workload=case.workload.id,
+                       recipe=case.recipe)
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("status") == "ok" else None
 
 
 def torch_batch_mem_mb(workloads, attempt: int = 1) -> int:
@@ -225,12 +338,87 @@ def compile_runtime_min(timeouts: dict) -> int:
     return runtime_min(timeouts["compile_s"])
 
 
-def run_runtime_min(measurement: dict, timeouts: dict) -> int:
-    """The worst case of a timing job: one first-call process, then `invocations`
-    processes, twice as many when a noisy case is measured again, each up to run_s."""
-    return runtime_min(_run_seconds(measurement, timeouts))
+def run_runtime_min(measurement: dict, timeouts: dict, attempt: int = 1) -> int:
+    """A benchmark file's timing job: what its invocations are expected to take with the
+    margin, at most the worst case (the first call and every invocation the protocol may
+    take, each up to run_s); a retry (attempt 2 on) asks for the worst case."""
+    worst = _run_seconds(measurement, timeouts)
+    if attempt > 1:
+        return runtime_min(worst)
+    expected = invocation_count(measurement) * invocation_seconds(measurement)
+    return runtime_min(min(ESTIMATE_MARGIN * expected, worst))
 
 
 def _run_seconds(measurement: dict, timeouts: dict) -> float:
-    invocations = measurement["invocations"] * (2 if measurement.get("rerun_noisy") else 1)
-    return (1 + invocations) * timeouts["run_s"]
+    return invocation_count(measurement) * timeouts["run_s"]
+
+
+# --- placement: where a SKU's jobs go on SLURM (snakemake-executor-plugin-slurm) ------
+# The plugin quotes slurm_partition and constraint for the shell and checks gres against
+# its pattern (config/schema.yaml holds a SKU's values to the same); slurm_extra, which
+# it passes unquoted, is never taken from a suite.
+GPU_TARGETS = ("cuda", "rocm", "vulkan-spirv")
+SLURM_VARIABLES = {"slurm_account": "BENCHFLOW_SLURM_ACCOUNT",
+                   "slurm_partition": "BENCHFLOW_SLURM_PARTITION"}
+
+
+def default_resource(resources, name: str) -> str | None:
+    """A --default-resources value (profiles/slurm) as the plugin receives it, for the
+    Snakefile: the profile's quoted Python literal ("'$VAR'") with the environment
+    expanded, or a bare word as snakemake keeps it; None when not given."""
+    entry = resources.get(name) if resources is not None else None
+    raw = getattr(entry, "raw", entry)
+    if raw is None:
+        return None
+    text = os.path.expandvars(str(raw))
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    return str(value)
+
+
+def slurm_partition(sku: dict, default: str | None) -> str | None:
+    """The partition of every job of the SKU: its own, else the profile's default."""
+    return (sku.get("slurm") or {}).get("partition") or default
+
+
+def slurm_gres(sku: dict) -> str | None:
+    """The generic resources (e.g. gpu:1) of the SKU's jobs that use its device: the IREE
+    batches, benchmark-file runs, torch batches and A/B pairs, never a compile job."""
+    return (sku.get("slurm") or {}).get("gres")
+
+
+def slurm_constraint(sku: dict) -> str | None:
+    """Node features every job of the SKU asks for (sbatch --constraint)."""
+    return (sku.get("slurm") or {}).get("constraint")
+
+
+def slurm_in_use(resources, argv: list[str]) -> bool:
+    """Whether this run submits to SLURM: the profile's slurm_* default resources, or
+    an --executor slurm on the command line."""
+    named = any(default_resource(resources, name) is not None for name in SLURM_VARIABLES)
+    pairs = zip(argv, [*argv[1:], None], strict=True)
+    return named or "--executor=slurm" in argv or any(
+        flag in ("--executor", "-e") and value == "slurm" for flag, value in pairs)
+
+
+def slurm_warnings(skus: dict, resources) -> list[str]:
+    """What a SLURM run is missing, one line each: an account or partition left unset
+    (the profile's `$BENCHFLOW_...` then reaches sbatch by name), a GPU SKU that names
+    no gres (its jobs land on CPU nodes, where its cases are compile-only)."""
+    lines = []
+    for name, variable in SLURM_VARIABLES.items():
+        value = default_resource(resources, name)
+        if value is None or "$" in value:
+            lines.append(f"benchflow: SLURM: {variable} is not set, so sbatch gets "
+                         f"{value or 'no ' + name}; export {variable}=<your "
+                         f"{name.split('_')[1]}> (README.md, \"Cluster\")")
+    for sku, settings in skus.items():
+        target = (settings.get("iree") or {}).get("target_backend")
+        if target in GPU_TARGETS and not slurm_gres(settings):
+            lines.append(f"benchflow: SLURM: SKU {sku!r} targets {target} but names no "
+                         f"slurm.gres: its jobs run on CPU nodes, where its cases are "
+                         f"compile-only; set skus.{sku}.slurm.gres (e.g. gpu:1) and "
+                         f"slurm.partition to time them there")
+    return lines

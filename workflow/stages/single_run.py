@@ -9,8 +9,9 @@ results/report.json as target, then reads the case's record back from that repor
 which holds it whatever its backend. Runs of one case share their work directory, so
 the second finds the first's results up to date: `workdir_lock` makes them wait for
 each other, and `run_snakemake` waits the same way for a snakemake of someone else's
-holding the directory. `forge_details` is what a Forge results list records beside
-each entry appended to -o.
+holding the directory; `is_cached` tells a record read back that way (an earlier run's,
+appended marked cached) from one this run measured. `forge_details` is what a Forge
+results list records beside each entry appended to -o.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class RunOutcome:
     record: dict | None = None    # the case's record, once snakemake made it
     appended: int | None = None   # the records in -o OUT.json after appending it
     error: str | None = None      # why there is no record, or why it was not appended
+    cached: bool = False          # the record is an earlier run's: this one measured nothing
 
 
 def _training_available() -> bool:
@@ -81,14 +83,19 @@ def _training_available() -> bool:
     return "modes" in load_schema()["$defs"]["workload"]["properties"]
 
 
-def _model_spec(name: str):
-    from workflow.models.registry import all_models
+def _model_spec(name: str, base, configfile: list[str] | None):
+    """The ModelSpec -m names: a built-in model or one of the base suite's model_modules
+    (loading the suite imported them into the registry), which the error lists too."""
+    from workflow.models.registry import suite_models
 
-    models = all_models()
+    models = suite_models(base.config["model_modules"])
     spec = models.get(name)
     if spec is None:
+        listing = " ".join(["benchflow list", *(["--configfile", *configfile]
+                                                  if configfile else [])])
         raise ConfigError([f"{SOURCE}: -m {name}: unknown model; expected one of "
-                           f"{sorted(models)} (`benchflow list` describes them)"])
+                           f"{sorted(models)}, built in or in the model_modules of "
+                           f"{base.source} (`{listing}` describes them)"])
     return spec
 
 
@@ -152,8 +159,9 @@ def plan_run(opts) -> RunPlan:
     from workflow.suite.load import expand, load
     from workflow.suite.schema import validate_suite
 
-    spec = _model_spec(opts.model)
+    # The base suite first: loading it imports its model_modules, whose models -m may name.
     base = load(opts.configfile)
+    spec = _model_spec(opts.model, base, opts.configfile)
     sku_name = opts.sku or next(iter(base.config["skus"]))
     backend = opts.backend or ("torch-eager" if opts.training else "iree")
     problems = _option_problems(opts, spec, base, sku_name, backend)
@@ -171,8 +179,13 @@ def plan_run(opts) -> RunPlan:
     # Every other suite-level setting (accuracy, timeouts, torch backends, ...) is the
     # base suite's; its workloads and torchao entries are replaced by this one case.
     suite = {k: v for k, v in copy.deepcopy(base.config).items() if k != "model_params"}
+    # A user's model comes with its own file only, by its absolute path (load resolved
+    # it against the base suite's directory): suite.yaml is written to the work
+    # directory, where a relative path would name nothing, and another model file of the
+    # base suite has no part in this case.
     suite.update(suite_name=RUN_SUITE, skus={sku_name: sku}, backends=[backend],
-                 recipes=[opts.recipe], workloads=[_workload(opts, spec)])
+                 recipes=[opts.recipe], workloads=[_workload(opts, spec)],
+                 model_modules=[spec.source] if spec.source else [])
     expanded = expand(validate_suite(suite, SOURCE), SOURCE)
     if len(expanded.cases) != 1:
         raise ConfigError([f"{SOURCE}: the options give {len(expanded.cases)} cases, "
@@ -232,12 +245,15 @@ def snakemake_command(*options: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), *options]
 
 
-def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int) -> list[str]:
+def snakemake_argv(plan: RunPlan, suite_file: Path, cores: int,
+                   force: bool = False) -> list[str]:
     from workflow.paths import REPORT
 
+    # --force: --forceall reruns every job the report needs, which in a one-case work
+    # directory are the case's own jobs and the report step, nothing of another case.
     return snakemake_command("--directory", str(plan.workdir), "--configfile",
                              str(suite_file), "--cores", str(cores), "--rerun-incomplete",
-                             REPORT)
+                             *(["--forceall"] if force else []), REPORT)
 
 
 def forge_details(output: str) -> dict:
@@ -314,19 +330,48 @@ def run_snakemake(argv: list[str], log: Path, verbose: bool, wait_s: float) -> i
             return code
 
 
-def run_locked(plan: RunPlan, cores: int, verbose: bool, wait_s: float) -> dict:
-    """Writes the one-case suite, runs snakemake and returns the case's record; raises
-    RunFailed saying why there is none. The caller holds the work directory's lock."""
+def _earlier_record(plan: RunPlan) -> dict | None:
+    """The case's record in the work directory's report before snakemake runs: None when
+    there is none to read (no report yet, a damaged one: the run rebuilds it)."""
+    from workflow.paths import REPORT
+    from workflow.records.storage import read_json
+
+    try:
+        cases = read_json(plan.workdir / REPORT)["cases"]
+    except (OSError, ValueError, ConfigError, KeyError, TypeError):
+        return None
+    found = [c for c in cases if isinstance(c, dict) and c.get("id") == plan.case.id]
+    return found[0] if len(found) == 1 else None
+
+
+def is_cached(earlier: dict | None, record: dict) -> bool:
+    """Whether `record`, read back after snakemake, is an earlier run's rather than this
+    one's measurement: the same record as before (no job ran), or, once the report was
+    made again (a changed golden or report step), the same timing (the measuring job did
+    not run: a measurement that ran has another measured_at and other medians). Told by
+    content, not clocks: the measuring host (a SLURM node) may keep another time."""
+    if earlier is None:
+        return False
+    return earlier == record or (record.get("timing") is not None
+                                 and earlier.get("timing") == record["timing"])
+
+
+def run_locked(plan: RunPlan, opts, wait_s: float) -> RunOutcome:
+    """Writes the one-case suite, runs snakemake (`opts`: cores, verbose, force) and
+    returns the case's record, cached or not; raises RunFailed saying why there is none.
+    The caller holds the work directory's lock."""
     from workflow.paths import REPORT
     from workflow.records.storage import read_json, write_text
 
     suite_file = plan.workdir / "suite.yaml"
     write_text(suite_file, yaml.safe_dump(plan.suite, sort_keys=False))
     log = plan.workdir / "snakemake.log"
-    argv = snakemake_argv(plan, suite_file.resolve(), cores)
-    code = run_snakemake(argv, log, verbose, min(wait_s, SNAKEMAKE_LOCK_WAIT_S))
+    earlier = _earlier_record(plan)
+    argv = snakemake_argv(plan, suite_file.resolve(), opts.cores,
+                          getattr(opts, "force", False))
+    code = run_snakemake(argv, log, opts.verbose, min(wait_s, SNAKEMAKE_LOCK_WAIT_S))
     if code != 0:
-        tail = "" if verbose else "\n".join(
+        tail = "" if opts.verbose else "\n".join(
             log.read_text(errors="replace").splitlines()[-15:])
         raise RunFailed(f"snakemake exited with {code} ({log}):\n{tail}")
     report = read_json(plan.workdir / REPORT)
@@ -334,14 +379,19 @@ def run_locked(plan: RunPlan, cores: int, verbose: bool, wait_s: float) -> dict:
     if len(records) != 1:
         raise RunFailed(f"{plan.workdir / REPORT} has {len(records)} records of "
                         f"{plan.case.id}, expected one")
-    return records[0]
+    return RunOutcome(record=records[0], cached=is_cached(earlier, records[0]))
 
 
 def run_one(opts) -> RunOutcome:
     """`benchflow run`'s whole job for `opts` (its parsed options): refuses an unusable
     -o file first, plans the case (ConfigError), runs it under the work directory's lock
     and appends its record to -o."""
-    from workflow.records.results_file import ResultsFileError, append_records, read_results
+    from workflow.records.results_file import (
+        ResultsFileError,
+        append_records,
+        cached_record,
+        read_results,
+    )
 
     if opts.output:
         # Refuse an unusable OUT.json before minutes of benchmarking, not after.
@@ -364,12 +414,14 @@ def run_one(opts) -> RunOutcome:
             # Under the lock: a run of another case into the same directory, started
             # beside this one, has written its report (or not yet begun) by now.
             check_workdir(plan, given)
-            outcome = RunOutcome(record=run_locked(plan, opts.cores, opts.verbose, wait_s))
+            outcome = run_locked(plan, opts, wait_s)
     except (TimeoutError, RunFailed) as exc:
         return RunOutcome(error=str(exc))
     if opts.output:
+        # A reused record says so in OUT.json too: two equal entries are one measurement.
+        record = cached_record(outcome.record) if outcome.cached else outcome.record
         try:
-            outcome.appended = append_records(opts.output, [outcome.record],
+            outcome.appended = append_records(opts.output, [record],
                                               forge=forge_details(opts.output))
         except ResultsFileError as exc:
             outcome.error = str(exc)
