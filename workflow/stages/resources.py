@@ -36,15 +36,17 @@ jobs to a partition of their own, and the jobs that use its device ask for its G
 from __future__ import annotations
 
 import ast
-import json
 import math
 import os
 from collections.abc import Callable
+
+from workflow.errors import ConfigError
 
 # The built-in models' size tables; these modules import torch only when a model is built.
 from workflow.models.bert import BERT_CONFIGS, VOCAB
 from workflow.models.layers import ACTIVATIONS, BLOCK_CONFIGS
 from workflow.paths import CASE, EXPORT_MLIR
+from workflow.records.storage import read_json
 
 # MiB of the nested snakemake inside each cluster job plus the stage adapter's
 # interpreter (measured: 202 MiB job peak - 35 MiB tool, rounded up).
@@ -290,9 +292,8 @@ def earlier_record(case) -> dict | None:
     path = CASE.format(sku=case.sku, backend=case.backend, workload=case.workload.id,
                        recipe=case.recipe)
     try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
+        record = read_json(path)
+    except (OSError, ValueError, ConfigError):  # ConfigError: a FIFO or device there
         return None
     return record if isinstance(record, dict) and record.get("status") == "ok" else None
 
