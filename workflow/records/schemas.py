@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import regress
 import yaml
 from jsonschema.protocols import Validator
 
@@ -53,28 +53,16 @@ def _fill_defaults(validator, properties, instance, schema):
 
 
 @cache
-def _ecma_regex(pattern: str) -> re.Pattern:
-    """`pattern` compiled with ECMA-262's `$` (what JSON Schema's `pattern` means): the end
-    of the string only. Python's `$` also matches before a final newline, so with
-    jsonschema's own re.search a name `"cpu\\n"` would pass `^[A-Za-z0-9_.-]+$` and fail
-    later as a file name. `\\Z` is no ECMA escape (it would read as a literal Z
-    elsewhere), so the schemas keep `$` and it is read here: each `$` outside a
-    character class and not escaped becomes Python's `\\Z`."""
-    out, in_class, i = [], False, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        in_class = (c != "]") if in_class else (c == "[")
-        out.append("\\Z" if c == "$" and not in_class else c)
-        i += 1
-    return re.compile("".join(out))
+def _ecma_regex(pattern: str) -> regress.Regex:
+    """`pattern` compiled as JSON Schema defines it, an ECMA-262 regular expression (by
+    `regress`, an ECMA-262 engine): its `$` is the end of the string. jsonschema's own
+    check uses Python's re.search, whose `$` also matches before a final newline, so a
+    name `"cpu\\n"` would pass `^[A-Za-z0-9_.-]+$` and fail later as a file name."""
+    return regress.Regex(pattern)
 
 
 def _pattern(validator, pattern, instance, schema):
-    if validator.is_type(instance, "string") and not _ecma_regex(pattern).search(instance):
+    if validator.is_type(instance, "string") and _ecma_regex(pattern).find(instance) is None:
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
