@@ -20,11 +20,18 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm]'
+	# compat: the checkout itself on sys.path, where Snakemake's plugin discovery
+	# (pkgutil.iter_modules) finds snakemake_logger_plugin_benchflow; it does not see a
+	# package behind setuptools' default editable import hook.
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm]' \
+		--config-settings editable_mode=compat
 	touch $@
 
+# --logger benchflow: a line per finished case, an ETA, a summary at the end (README,
+# "Progress and summary"); FORMAT=quiet or FORMAT=json for CI.
+FORMAT ?= text
 report: setup
-	$(BIN)/snakemake --cores $(CORES) all
+	$(BIN)/snakemake --cores $(CORES) --logger benchflow --logger-benchflow-format $(FORMAT) all
 
 # A change's first check, about a minute: lint, the DAG's lint, the fast tier.
 check: setup

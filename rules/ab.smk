@@ -10,10 +10,9 @@ from workflow.paths import (
     AB_TORCH_ROW,
     AB_TORCH_ROW_LOG,
     ab_row_paths,
-    iree_batch_path,
     torch_ab_row_paths,
 )
-from workflow.stages.plan import ab_batch_inputs, sku_settings, torch_ab_plan
+from workflow.stages.plan import ab_pair_plan, sku_settings, torch_ab_plan
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
@@ -65,16 +64,20 @@ rule ab_torch_pair:
 
 
 rule ab_pair:
-    input:
-        # The IREE batch jobs that compile both SKUs' modules of the workload.
-        batches=lambda wc: [iree_batch_path(k)
-                            for k in ab_batch_inputs(SUITE, wc.base, wc.new, wc.workload)],
+    # No input files: the job needs no batch job (no full measurement of either SKU
+    # first). It exports the workload through the shared, content-keyed export (reused
+    # when a batch made it already), compiles both modules into its own files
+    # (paths.AB_COMPILE_DIR) and measures only the rounds. What decides the row is in its
+    # params: both SKUs' settings, the workload's export spec and the content both sides
+    # are made from (model sources, tool builds), the ab settings and the timeouts.
     output:
         row=AB_ROW,
     params:
         base=lambda wc: sku_settings(SUITE, wc.base),
         new=lambda wc: sku_settings(SUITE, wc.new),
+        pair=lambda wc: ab_pair_plan(SUITE, wc.base, wc.new, wc.workload),
         ab=SUITE.config["ab"],
+        timeouts=SUITE.config["timeouts"],
         runtime_version=IREE_RUNTIME_VERSION,
     log:
         AB_ROW_LOG,

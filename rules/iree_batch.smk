@@ -3,6 +3,7 @@
 # iree-benchmark-module (one fresh process per invocation, DESIGN.md protocol),
 # verification against the fp32 reference, case record.
 from workflow.paths import IREE_BATCH, IREE_BATCH_LOG, iree_batch_path
+from workflow.stages.keys import dtype_tolerances
 from workflow.stages.plan import (
     batch_repair,
     iree_batch_content,
@@ -26,7 +27,8 @@ rule iree_batch:
         cases=lambda wc: iree_batch_plan(SUITE, wc.sku, wc.batch),
         # Only this SKU's settings: changing its flags reruns only this SKU's batches.
         sku=lambda wc: sku_settings(SUITE, wc.sku),
-        tolerances=SUITE.config["accuracy"],
+        # Per dtype only: IREE runs baseline, which the recipes' SQNR rules do not judge.
+        tolerances=dtype_tolerances(SUITE.config["accuracy"]),
         # What the cases are made from, by content (stages/keys.py): the model source
         # files and the builds of torch, the FX importer and the SKU's IREE tools. An
         # edited model file reruns the batches of its cases, and `snakemake -n` prints

@@ -4,6 +4,7 @@ from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG, torch_batch_dir
 from workflow.stages.keys import without_placement
 from workflow.stages.plan import batch_repair, torch_batch_content, torch_batch_plan
 from workflow.stages.resources import (
+    earlier_record,
     slurm_constraint,
     slurm_gres,
     slurm_partition,
@@ -40,9 +41,13 @@ rule run_torch:
         mem_mb=lambda wc, attempt: torch_batch_mem_mb(
             [c.workload for c in SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)],
             attempt),
-        runtime=lambda wc: torch_batch_runtime_min(
-            len(SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)),
-            SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"]),
+        # What its cases are expected to take (earlier records where they exist),
+        # capped by their timeouts; a retry asks for every timeout.
+        runtime=lambda wc, attempt: torch_batch_runtime_min(
+            SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch),
+            SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"], attempt,
+            [earlier_record(c) for c in SUITE.torch_batch(wc.sku, wc.backend, wc.recipe,
+                                                         wc.batch)]),
         # The SKU's partition, node features and GPU (its `slurm` settings).
         slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
         constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),

@@ -6,8 +6,9 @@ compare_pair(
     new=snakemake.wildcards.new,
     workload=snakemake.wildcards.workload,
     skus=snakemake.config["skus"],
+    spec=snakemake.params.pair["spec"],
     ab=snakemake.params.ab,
-    timeout=snakemake.config["timeouts"]["run_s"],
+    timeouts=snakemake.params.timeouts,
     out=snakemake.output.row,
     log=snakemake.log[0],
 )

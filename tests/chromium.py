@@ -21,8 +21,8 @@ from pathlib import Path
 FLAGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars")
-# Chromium plus a colour emoji font, so that screenshots show the status symbols.
-APT_PACKAGES = ("chromium", "fonts-noto-color-emoji")
+# Chromium alone: the HTML statuses are words with CSS shapes, so no emoji font is needed.
+APT_PACKAGES = ("chromium",)
 LOCAL_SCHEMES = ("file:", "data:")
 
 

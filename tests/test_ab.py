@@ -77,13 +77,53 @@ def test_a_a_is_no_difference_and_host_vs_generic_a_regression(ab_run):
 
 @pytest.mark.e2e
 @pytest.mark.quiet
-def test_the_pairs_reuse_the_cases_modules_and_a_rerun_does_nothing(ab_run):
+def test_the_pairs_need_no_batch_use_the_ab_rounds_and_a_rerun_does_nothing(ab_run):
     workdir, _ = ab_run
-    assert (workdir / "results" / "compile" / "generic" / "linear-128x256x256-f32" /
+    results = workdir / "results"
+    # No batch job ran: the pair compiled its own modules and measured only its rounds.
+    assert not (results / "iree").exists() and not (results / "cases").exists()
+    assert not (results / "compile").exists()
+    assert (results / "ab_compile" / "host" / "generic" / "linear-128x256x256-f32" / "new" /
             "module.vmfb").exists()
+    # The rounds' invocations are the ab defaults' (3 x 0.01 s after 0.02 s), not the
+    # SKUs' measurement settings (0.02 s after 0.05 s).
+    row = next(r for r in json.loads((results / "ab.json").read_text())["pairs"]
+               if r["new"] == "generic")
+    for sku in ("host", "generic"):
+        assert row["invocation"][sku] == {"repetitions": 3, "min_time_s": 0.01,
+                                          "min_warmup_time_s": 0.02}
+        argv = row["commands"][sku]
+        assert {"--benchmark_repetitions=3", "--benchmark_min_time=0.01s",
+                "--benchmark_min_warmup_time=0.02"} <= set(argv), argv
     proc = snakemake(workdir, "results/ab.json", "--configfile", str(workdir / "suite.yaml"),
                      "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.quiet
+def test_an_edited_flag_of_one_sku_reruns_only_its_pair(ab_run):
+    workdir, _ = ab_run
+    suite = ab_suite()
+    suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-opt-level=O1"]
+    # Edited in place (the working directory belongs to that file), then put back for
+    # the other tests of the module's run.
+    path = workdir / "suite.yaml"
+    original = path.read_text()
+    write_suite(path, suite)
+    try:
+        out = snakemake(workdir, "results/ab.json", "--configfile", str(path), "-n").stdout
+    finally:
+        path.write_text(original)
+    assert "wildcards: base=host, new=generic, workload=linear-128x256x256-f32" in out, out
+    assert "new=host-again" not in out and "rule iree_batch" not in out, out
+
+
+@pytest.mark.e2e
+def test_the_ab_target_plans_no_batch_job(tmp_path):
+    path = write_suite(tmp_path / "suite.yaml", ab_suite())
+    out = snakemake(tmp_path, "-n", "results/ab.json", "--configfile", str(path)).stdout
+    assert out.count("rule ab_pair:") == 2 and "iree_batch" not in out, out
 
 
 def fake_rounds(ratio: float, noise: float, seed: int):
@@ -128,12 +168,20 @@ def test_sections_render_every_row():
          "ci95": [1.1, 1.3], "ci": [1.1, 1.3], "level": 0.96, "p_value": 0.001, "rounds": 8,
          "seconds": 3.5, "stop_reason": "decided", "mde": 1.04},
         {"base": "a", "new": "c", "workload": "w", "verdict": "failed",
-         "failed_stage": "compile", "error": "c: iree-compile exited with 1"}]}
+         "failed_stage": "compile", "error": "c: iree-compile exited with 1"},
+        {"base": "a", "new": "d", "workload": "w", "verdict": "inconclusive", "ratio": 1.0,
+         "ci95": [0.99, 1.011], "ci": [0.99, 1.011], "level": 0.96, "p_value": 0.9,
+         "rounds": 48, "seconds": 9.6, "stop_reason": "max-rounds", "mde": 1.03,
+         "to_decide": {"rounds": 154, "seconds": 30.8, "power": 0.8, "limit_s": 1800,
+                       "sigma": 0.023, "decidable": True, "max_rounds": 154,
+                       "budget_s": None}}]}
     md = ab_render.markdown(doc)
     assert "| **regression** | a → b | w | ×1.200 | [1.100, 1.300] at 96.0% |" in md
     assert "compile: c: iree-compile exited with 1" in md
+    assert ("max-rounds; 154 rounds (about 31 s) decide 80% of runs at this noise "
+            "(log-ratio spread 2.30% per round): set ab.max_rounds: 154") in md
     page = ab_render.html(doc)
-    assert page.count("<tr>") == 3 and "×1.040" in page
+    assert page.count("<tr>") == 4 and "×1.040" in page
 
 
 @pytest.mark.parametrize(("pairs", "message"), [

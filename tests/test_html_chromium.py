@@ -57,6 +57,10 @@ def test_fixture_report_in_chromium(browser_binary, tmp_path):
     report = with_synthetic_verdicts(iree_report())
     page = tmp_path / "report.html"
     page.write_text(html.render(report, PEAK))
+    # No emoji or symbol glyph (U+2190 on: arrows, symbols, dingbats, emoji), which a
+    # server's fonts may lack: statuses are words with CSS shapes (CI installs no
+    # emoji font).
+    assert [ch for ch in page.read_text() if ord(ch) >= 0x2190] == []
     ARTIFACTS.mkdir(exist_ok=True)
     seen = check_page(browser_binary, page, ARTIFACTS / "report-fixture.png",
                       [c["id"] for c in report["cases"]])

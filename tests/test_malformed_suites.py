@@ -96,6 +96,12 @@ CASES = [
      "workloads: [{model: linear, layers: 2}]\n", "workloads[0].layers: expected null, got int 2"),
     ("unknown-recipe", "a recipe torchao never had", W + "recipes: [int3wo]\n",
      "recipes[0]: expected a recipe: baseline, int8wo"),
+    ("accuracy-baseline-sqnr", "an SQNR threshold for baseline (judged by PCC)",
+     W + "accuracy: {recipes: {baseline: {min_sqnr_db: 10}}}\n",
+     "accuracy.recipes: expected a quantizing recipe's name (see `recipes`) or family"),
+    ("accuracy-unknown-recipe", "an SQNR threshold for a recipe family that does not exist",
+     W + "accuracy: {recipes: {int4w: {min_sqnr_db: 10}}}\n",
+     "not baseline (the PCC rule judges it), got 'int4w'"),
     ("unknown-backend", "a backend that is not defined", W + "backends: [torch-nope]\n",
      "backends: unknown backend 'torch-nope'"),
     ("unknown-sku", "a workload naming a SKU the suite lacks",
@@ -126,6 +132,17 @@ CASES = [
     ("ab-same-sku", "an A/B pair of one SKU with itself",
      W + "ab_pairs: [{base: cpu-host, new: cpu-host}]\n",
      "ab_pairs[0]: base and new are both 'cpu-host'; expected two SKUs"),
+    ("ab-placed-apart", "an A/B pair of SKUs that SLURM would place on different nodes",
+     W + "skus: {cpu: {}, gpu: {slurm: {partition: gpu, gres: 'gpu:1'}}}\n"
+     "ab_pairs: [{base: cpu, new: gpu}]\n",
+     "ab_pairs[0]: SKU 'cpu' runs on SLURM with the profile's defaults, SKU 'gpu' with "
+     "gres 'gpu:1', partition 'gpu'; expected the same `slurm` settings on both SKUs"),
+    ("ab-torch-placed-apart", "a torch A/B pair whose sides' SKUs SLURM would place apart",
+     "workloads: [{model: linear, backends: [torch-eager]}]\n"
+     "skus: {a: {slurm: {partition: p1}}, b: {slurm: {partition: p2}}}\n"
+     "ab_pairs: [{base: {sku: a, backend: torch-eager}, new: {sku: b, backend: torch-eager}}]\n",
+     "ab_pairs[0]: SKU 'a' runs on SLURM with partition 'p1', SKU 'b' with partition 'p2'; "
+     "expected the same `slurm` settings"),
     ("tool-not-executable", "a SKU's own iree-compile that is not there",
      W + "skus: {cpu: {iree: {compile_tool: /nonexistent/iree-compile}}}\n",
      "skus.cpu.iree.compile_tool: '/nonexistent/iree-compile' is not an executable file"),

@@ -107,6 +107,7 @@ OUTPUT_BLOCKS = {
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
     "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
+    "ETA ~": "an excerpt of --logger benchflow's output (its lines: tests/test_progress.py)",
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).

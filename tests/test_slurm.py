@@ -136,6 +136,8 @@ def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
             "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"),
             "--profile", str(REPO / "profiles" / "slurm"),
+            # The live lines and the summary (tests/test_progress.py; checked here too).
+            "--logger", "benchflow",
             # The site's settings: no slurmdbd here, so squeue (MinJobAge 300 s >= 3 x 2 s);
             # short intervals because the jobs take seconds.
             "--slurm-status-command", "squeue",
@@ -331,3 +333,22 @@ def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
                            text=True, env=cluster.env, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_live_case_lines_and_the_summary_come_through_slurm(finished):
+    """`--logger benchflow` under the SLURM executor: a line per case as its job ends
+    (read from the shared file system), ETA lines, and the summary naming the retried
+    job; Snakemake's own lines (the submissions the tests above read) still there."""
+    _, out, _ = finished
+    assert "\x1b[" not in out and "Logging error" not in out
+    live, summary = out.split("── benchflow summary")
+    for workload in WORKLOADS:
+        case = re.escape(f"host/iree/{workload}/baseline")
+        assert re.search(rf"^ok +{case}  [0-9.e-]+( \[[0-9.e-]+, [0-9.e-]+\])? ms", live,
+                         re.M), live[-4000:]
+    assert re.search(r"^compile-only +gpu/iree/linear-16x32x32-f32/baseline  ", live, re.M)
+    assert re.search(r"^ETA .*\(\d+ of \d+ jobs done", live, re.M)
+    assert "finished: 3 cases: 2 ok, 1 compile-only" in summary, summary
+    assert re.search(r"^retried: iree_batch \(jobid \d+\) failed once, then finished",
+                     summary, re.M), summary
+    assert "reports: results/report.json" in summary

@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
 from workflow.backends.torch.worker import characterize, time_case
+from workflow.records.case import section
 from workflow.stages.plan import torch_batch_plan
 from workflow.stages.torch import run_pass, run_torch_batch
 from workflow.suite.load import load
@@ -41,7 +42,24 @@ def test_quantized_case_has_sqnr_against_its_baseline(tmp_path):
     acc = got["accuracy"]
     assert 20 < acc["sqnr_db"] < 80  # int8 weights: tens of dB, not exact
     assert acc["pcc"] > 0.999 and not acc["allclose"]
+    # Judged as torchao judges int8wo, and the record says so (records.case keeps it).
+    rec = section("accuracy", acc)
+    assert (rec["metric"], rec["min_sqnr_db"], rec["accurate"]) == ("sqnr", 20, True)
+    assert rec["sqnr_reference"] == "baseline recipe"
     assert got["graph"]["aten_ops"] >= 1 and got["memory"]["peak_bytes"] > 0
+
+
+def test_int4_case_below_the_pcc_floor_is_accurate_by_torchaos_sqnr_rule(tmp_path):
+    """Issue 24: int4wo reached pcc 0.998 < 0.999 and read as degraded; torchao judges
+    int4 by SQNR (20 dB), and the record states that rule and its threshold."""
+    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[16, 64, 64]]}],
+                      recipes=["baseline", "int4wo-32"])
+    (case,), plan = plan_of(suite, recipe="int4wo-32")
+    got = characterize(case, plan["backend"], plan)
+    assert got["status"] == "ok", got.get("reason")
+    acc = section("accuracy", got["accuracy"])
+    assert acc["pcc"] < acc["min_pcc"] and acc["sqnr_db"] > 20  # int4: about 24 dB here
+    assert (acc["metric"], acc["min_sqnr_db"], acc["accurate"]) == ("sqnr", 20, True)
 
 
 def test_peak_memory_is_the_cases_alone(tmp_path, monkeypatch):

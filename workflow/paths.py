@@ -41,6 +41,12 @@ IREE_BATCH = RESULTS + "/iree/{sku}/{batch}.json"
 REPORT = RESULTS + "/report.json"
 # Interleaved A/B comparisons: one row per pair and workload, then all of them.
 AB_ROW = RESULTS + "/ab/{base}/{new}/{workload}.json"
+# The modules an IREE A/B job compiles for its rounds, per pair, workload and side (base
+# or new): its own, so that it needs no batch job, and no batch job reads or overwrites
+# them (a batch compiles into COMPILE_DIR); two pairs sharing a SKU never race on one file.
+AB_COMPILE_DIR = RESULTS + "/ab_compile/{base}/{new}/{workload}/{side}"
+AB_COMPILE_VMFB = AB_COMPILE_DIR + "/module.vmfb"
+AB_COMPILE_META = AB_COMPILE_DIR + "/compile.json"
 # Torch A/B rows: base and new are side labels (sku+backend+recipe), the workload is
 # `base+new` when the sides time two workloads (suite/pairs.py).
 AB_TORCH_ROW = RESULTS + "/ab_torch/{base}/{new}/{workload}.json"

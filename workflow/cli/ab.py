@@ -45,10 +45,10 @@ def line(row: dict) -> str:
     ci = row.get("ci95") or row.get("ci")
     interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[no interval]"
     mde = f"x{row['mde']:.3f}" if row.get("mde") else "none"
-    note = ab_render.protocol_note(row)
+    notes = [n for n in (ab_render.protocol_note(row), ab_render.decide_note(row)) if n]
     return (f"{head}  x{row['ratio']:.3f} {interval} p={row['p_value']:.3g}  "
             f"{row['rounds']} rounds, {row['seconds']:.1f} s ({row['stop_reason']}), "
-            f"detectable {mde}" + (f"; {note}" if note else ""))
+            f"detectable {mde}" + "".join(f"; {n}" for n in notes))
 
 
 def run(args: argparse.Namespace) -> int:

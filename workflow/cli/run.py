@@ -98,8 +98,12 @@ def summary_line(rec: dict) -> str:
     if thr.get("gflops"):
         parts.append(f"{thr['gflops']:.3g} GFLOP/s")
     acc = rec.get("accuracy")
-    if acc and acc.get("pcc") is not None:
-        verdict = "" if acc.get("accurate") in (None, True) else " INACCURATE"
+    verdict = "" if not acc or acc.get("accurate") in (None, True) else " INACCURATE"
+    if acc and acc.get("metric") == "sqnr":  # the figure that judged it (a quantized recipe)
+        sqnr = (f"{acc['sqnr_db']:.1f} dB" if acc.get("sqnr_db") is not None
+                else "exact" if acc.get("accurate") else "undefined")
+        parts.append(f"sqnr {sqnr} (min {acc['min_sqnr_db']:g}){verdict}")
+    elif acc and acc.get("pcc") is not None:
         parts.append(f"pcc {acc['pcc']:.6f}{verdict}")
     golden = rec.get("golden") or {}
     if golden.get("verdict"):

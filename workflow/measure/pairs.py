@@ -67,6 +67,12 @@ def interleave(base: Callable[[], Observation], new: Callable[[], Observation],
         result["mde"] = None  # too few rounds to detect any slowdown with that power
     # ci95 only where the interval has that coverage (the plan's alpha may differ).
     result["ci95"] = result["ci"] if (result["level"] or 0) >= 0.95 else None
-    return {**result, "seconds": time.monotonic() - t0, "base_ms": base_ms,
+    seconds = time.monotonic() - t0
+    # An inconclusive row says what would decide it at the noise it saw: the rounds and
+    # seconds (retaken rounds' time included in a round's cost), and the settings to raise.
+    decide = (sequential.to_decide(d, plan, seconds_per_round=seconds / len(d),
+                                   budget_s=budget_s, power=power)
+              if result["verdict"] == paired.INCONCLUSIVE else None)
+    return {**result, "seconds": seconds, "base_ms": base_ms,
             "new_ms": new_ms, "orders": "".join(orders), "retaken": retaken,
-            "plan": plan.to_dict()}
+            "plan": plan.to_dict(), "to_decide": decide}

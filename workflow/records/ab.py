@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from workflow.records import schemas
 
-SCHEMA_VERSION = "1.0"
+# 1.1: IREE rows say their rounds' invocation settings (`invocation`), every row what
+# would decide it when inconclusive (`to_decide`).
+SCHEMA_VERSION = "1.1"
 
 
 def validate_ab(doc: dict) -> None:

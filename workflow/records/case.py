@@ -19,7 +19,8 @@ from workflow.records import schemas
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.1"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio
+SCHEMA_VERSION = "1.2"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+# 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy)
 
 
 @cache

@@ -17,7 +17,8 @@ EXPLANATION = (
     "shown over all looks of the sequential plan, so stopping early does not inflate "
     "false alarms; p is the exact sign test at the last look. *detectable* is the "
     "smallest slowdown these rounds would have flagged as a regression with 80 % power: "
-    "a no-difference or inconclusive row says nothing about smaller changes. A torch row "
+    "a no-difference or inconclusive row says nothing about smaller changes; an "
+    "inconclusive row's *stopped* says what would decide it at the noise it saw. A torch row "
     "(sides sku+backend+recipe) alternates timed blocks of two long-lived workers, one "
     "per side, each compiled once, with fresh workers every few rounds (shown).")
 
@@ -35,6 +36,26 @@ def protocol_note(row: dict) -> str:
     return f"{row['block_s']:g} s blocks, fresh workers every {row['worker_rounds']} rounds"
 
 
+def decide_note(row: dict) -> str:
+    """For an inconclusive row, what would decide it at the noise it saw (the row's
+    `to_decide`, stats/sequential.to_decide); nothing for other rows."""
+    t = row.get("to_decide")
+    if row["verdict"] != ABVerdict.INCONCLUSIVE or not t:
+        return ""
+    noise = f"log-ratio spread {t['sigma']:.2%} per round"
+    if not t["decidable"]:
+        need = (f"{t['rounds']} rounds, about {t['seconds']:.0f} s" if t["rounds"]
+                else "more than 100,000 rounds")
+        return (f"at this noise ({noise}) deciding needs {need}, beyond {t['limit_s']:g} s: "
+                "the machine is too noisy for this margin (or the ratio sits at it); pick a "
+                "single-threaded local-sync SKU, quiet the machine, or raise ab.margin")
+    settings = [f"ab.{k}: {t[k]:g}" for k in ("max_rounds", "budget_s") if t[k] is not None]
+    need = (f"{t['rounds']} rounds (about {t['seconds']:.0f} s) decide "
+            f"{t['power']:.0%} of runs at this noise ({noise})")
+    return (f"{need}: set {', '.join(settings)}" if settings
+            else f"{need}, within the current settings: run it again")
+
+
 def _cells(row: dict) -> list[str]:
     pair = f"{row['base']} → {row['new']}"
     if row["verdict"] == ABVerdict.FAILED:
@@ -50,7 +71,8 @@ def _cells(row: dict) -> list[str]:
     rounds = f"{row['rounds']} ({note})" if note else str(row["rounds"])
     return [verdict, pair, workload_cell(row), f"×{row['ratio']:.3f}", interval,
             f"{row['p_value']:.3g}", rounds, f"{row['seconds']:.1f}",
-            row["stop_reason"], f"×{row['mde']:.3f}" if row.get("mde") else "—"]
+            "; ".join(filter(None, (row["stop_reason"], decide_note(row)))),
+            f"×{row['mde']:.3f}" if row.get("mde") else "—"]
 
 
 def markdown(doc: dict) -> str:

@@ -52,6 +52,13 @@ def accuracy_problem(case: dict) -> str | None:
     acc = section(case, "accuracy")
     if not acc:
         return None
+    if acc.get("metric") == "sqnr":  # a quantizing recipe: its SQNR alone decides
+        if acc.get("accurate") is not False:
+            return None
+        sqnr, floor = acc.get("sqnr_db"), acc["min_sqnr_db"]
+        # A null SQNR of an inaccurate case is a nan or -inf one (a zero reference).
+        return (f"sqnr {sqnr:.1f} dB < {floor:g} dB" if sqnr is not None
+                else f"sqnr undefined, needs >= {floor:g} dB")
     pcc, min_pcc = acc.get("pcc"), acc.get("min_pcc")
     if pcc is not None and min_pcc is not None and pcc < min_pcc:
         return f"pcc {pcc:.6f} < {min_pcc:g}"

@@ -26,7 +26,10 @@ COLUMNS = (
     ("SKU", "the machine configuration of the suite (target CPU, device, threads)."),
     ("Status", "✅ ran and is within its accuracy threshold with no golden regression; "
                "🚧 ran but is degraded: accuracy below its threshold (`accuracy.accurate` "
-               "false or PCC below `min_pcc`) or a golden regression (time, dispatch count "
+               "false: PCC below `min_pcc` for baseline, SQNR against the unquantized "
+               "module below `min_sqnr_db` for a quantizing recipe, as torchao judges "
+               "quantization; `accuracy.metric` names the rule) or a golden regression "
+               "(time, dispatch count "
                "or binary size); ✘ failed (the stage is named); ⊘ unsupported and ⏭ skipped "
                "(each listed under Unsupported or Skipped with why); "
                "⚙ compile-only: compiled here (dispatches, binary size and compile time, "

@@ -24,8 +24,8 @@ from workflow.measure.plans import ab_plan
 from workflow.measure.protocol import Observation
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
-from workflow.stages.iree import _benchmark, iree_invocation, sku_tool
-from workflow.stats.enums import ABVerdict
+from workflow.stages.iree import _benchmark, compile_module, export, iree_invocation, sku_tool
+from workflow.stats.enums import ABVerdict, Status
 
 
 def _invocation(argv: list[str], timeout: float, log: str, m: dict,
@@ -36,35 +36,89 @@ def _invocation(argv: list[str], timeout: float, log: str, m: dict,
     return lambda: iree_invocation(argv, timeout, log, m, layout)
 
 
-def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
-                 timeout: float, out: str, log: str) -> dict:
-    """The A/B row of one workload: the two SKUs' compiled modules (made by their IREE
-    batch jobs) interleaved. A module that failed to compile gives a `failed` row naming
-    the SKU and the stage, never a lost pair."""
-    from workflow.paths import COMPILE_META, COMPILE_VMFB, EXPORT_INPUTS, EXPORT_META
+def round_settings(ab: dict, m: dict) -> dict:
+    """One invocation of a round: ab.repetitions x ab.min_time_s after
+    ab.min_warmup_time_s, each null taking the SKU's own measurement setting. A/B rounds
+    are short by default (a fraction of a second each): the pair cancels drift by
+    interleaving, and many short rounds decide sooner than few long ones."""
+    return {k: m[k] if ab.get(k) is None else ab[k]
+            for k in ("repetitions", "min_time_s", "min_warmup_time_s")}
+
+
+def _failed(row: dict, stage: str | None, error: str, out: str) -> dict:
+    result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": stage, "error": error}
+    write_json(out, result)
+    return result
+
+
+def build_modules(*, base: str, new: str, workload: str, skus: dict, spec: dict,
+                  timeouts: dict, log: str) -> tuple[dict[str, str], StageResult | None]:
+    """The workload's export (the shared, content-keyed one: reused when a batch or another
+    pair made it) and both SKUs' modules, compiled into this pair's own files
+    (paths.AB_COMPILE_DIR). Returns {sku: module} and None, or what failed: a stage result
+    whose error names the SKU (the export's names the workload)."""
+    from workflow.paths import (
+        AB_COMPILE_META,
+        AB_COMPILE_VMFB,
+        EXPORT_INPUTS,
+        EXPORT_META,
+        EXPORT_MLIR,
+        EXPORT_REFERENCE,
+    )
+
+    mlir, meta = EXPORT_MLIR.format(workload=workload), EXPORT_META.format(workload=workload)
+    exported = export(spec=spec, timeout=timeouts["export_s"], mlir=mlir,
+                      inputs=EXPORT_INPUTS.format(workload=workload),
+                      reference=EXPORT_REFERENCE.format(workload=workload), meta=meta, log=log)
+    if not exported.ok:
+        exported.error = f"{workload}: {exported.error}"
+        return {}, exported
+    modules = {}
+    for side, sku in (("base", base), ("new", new)):
+        where = {"base": base, "new": new, "workload": workload, "side": side}
+        vmfb, compile_meta = AB_COMPILE_VMFB.format(**where), AB_COMPILE_META.format(**where)
+        Path(vmfb).parent.mkdir(parents=True, exist_ok=True)
+        compiled = compile_module(mlir=mlir, export_meta=meta, sku=skus[sku],
+                                  timeout=timeouts["compile_s"], vmfb=vmfb,
+                                  meta=compile_meta, log=log)
+        # A module this machine cannot run (a GPU target without the GPU) fails the row
+        # at its run stage, saying why, instead of a tool error in the first round.
+        absent = compiled.ok and iree.device_absent_reason(skus[sku]["iree"]["device"])
+        if absent:
+            compiled = StageResult(stage="run", status=Status.FAILED, failed_stage="run",
+                                   error=absent)
+        if not compiled.ok:
+            compiled.error = f"{sku}: {compiled.error}"
+            return {}, compiled
+        modules[sku] = vmfb
+    return modules, None
+
+
+def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, ab: dict,
+                 timeouts: dict, out: str, log: str) -> dict:
+    """The A/B row of one workload: the two SKUs' modules (build_modules: no batch job, no
+    full measurement of either SKU first) interleaved in rounds of round_settings'
+    invocations. A module that failed to export, compile or cannot run here gives a
+    `failed` row naming the SKU and the stage, never a lost pair."""
+    from workflow.paths import EXPORT_INPUTS, EXPORT_META
 
     row = {"base": base, "new": new, "workload": workload, "kind": "iree"}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"A/B {base} -> {new} on {workload}\n")
-    for sku in (base, new):
-        compiled = StageResult.read(COMPILE_META.format(sku=sku, workload=workload))
-        if not compiled.ok:
-            result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": compiled.failed_stage,
-                      "error": f"{sku}: {compiled.error}"}
-            write_json(out, result)
-            return result
+    modules, failed = build_modules(base=base, new=new, workload=workload, skus=skus,
+                                    spec=spec, timeouts=timeouts, log=log)
+    if failed is not None:
+        return _failed(row, failed.failed_stage, failed.error, out)
+    timeout = timeouts["run_s"]
     dtypes = [i["dtype"] for i in read_json(EXPORT_META.format(workload=workload))["inputs"]]
+    invocation = {sku: round_settings(ab, skus[sku]["measurement"]) for sku in (base, new)}
     with tempfile.TemporaryDirectory() as tmp:
         args = iree.write_input_files(EXPORT_INPUTS.format(workload=workload), dtypes,
                                       Path(tmp))
-        argvs = {}
-        for sku in (base, new):
-            m = skus[sku]["measurement"]
-            argvs[sku] = iree.benchmark_argv(
-                sku_tool(skus[sku], "benchmark_tool"),
-                COMPILE_VMFB.format(sku=sku, workload=workload), "main", args, skus[sku],
-                repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
-                min_time=f"{m['min_time_s']:g}s")
+        argvs = {sku: iree.benchmark_argv(
+            sku_tool(skus[sku], "benchmark_tool"), modules[sku], "main", args, skus[sku],
+            repetitions=r["repetitions"], warmup_s=r["min_warmup_time_s"],
+            min_time=f"{r['min_time_s']:g}s") for sku, r in invocation.items()}
         try:
             # One untimed call of each first: the first invocation of a fresh module
             # pays page faults and caches that the rounds should not.
@@ -76,11 +130,8 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, ab: dict,
                 _invocation(argvs[new], timeout, log, skus[new]["measurement"], seed + 1),
                 ab_plan(ab), budget_s=ab["budget_s"], seed=seed, max_retakes=ab["max_retakes"])
         except StageError as exc:
-            result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": exc.stage,
-                      "error": exc.message}
-            write_json(out, result)
-            return result
-    result = {**row, **measured, "commands": argvs}
+            return _failed(row, exc.stage, exc.message, out)
+    result = {**row, **measured, "commands": argvs, "invocation": invocation}
     write_json(out, result)
     return result
 

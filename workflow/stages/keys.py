@@ -28,7 +28,7 @@ from workflow.backends.builds import (
     source_digest,
     tool_build,
 )
-from workflow.models.registry import load_model_files, model_sources
+from workflow.models.registry import DTYPES, load_model_files, model_sources
 
 # benchflow's own modules whose code shapes an artifact: the exporter writes the MLIR,
 # the recipes quantize torch models. The measuring code is not among them (it decides
@@ -95,6 +95,12 @@ def without_placement(sku: dict) -> dict:
     """The SKU as a job's params see it (run_torch's): all of it but its cluster
     placement, which reruns nothing."""
     return {k: v for k, v in sku.items() if k != "slurm"}
+
+
+def dtype_tolerances(accuracy: dict) -> dict:
+    """A suite's `accuracy` per dtype alone: all that judges an IREE case (baseline only),
+    so that the quantized recipes' SQNR rules are no part of its key."""
+    return {dtype: accuracy[dtype] for dtype in DTYPES}
 
 
 def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool) -> dict:

@@ -172,10 +172,16 @@ def sku_settings(suite: Suite, sku: str) -> dict:
     return settings(suite.sku(sku))
 
 
-def ab_batch_inputs(suite: Suite, base: str, new: str, workload: str) -> list[tuple[str, str]]:
-    """The IREE batches (sku, batch) that hold the workload's cases of both SKUs."""
-    return [key for key, cases in suite.iree_batches.items()
-            if key[0] in (base, new) and any(c.workload.id == workload for c in cases)]
+def ab_pair_plan(suite: Suite, base: str, new: str, workload: str) -> dict:
+    """What an IREE A/B job makes its row from, beyond the SKUs' settings (its params: a
+    change reruns the pair, and only the pairs it concerns): the workload's export spec,
+    and per side the content its export and module are made from, as an IREE batch's
+    (model sources, exporter, torch and tool builds: stages/keys.py), by content."""
+    from workflow.stages.keys import iree_batch_content as content
+
+    spec = suite.workloads[workload].export_spec()
+    return {"spec": spec, "content": {role: content([spec], suite.sku(sku))
+                                      for role, sku in (("base", base), ("new", new))}}
 
 
 def speedup_ab_rows(suite: Suite) -> list[str]:

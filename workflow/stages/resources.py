@@ -311,11 +311,48 @@ def torch_batch_mem_mb(workloads, attempt: int = 1) -> int:
     return mem_request_mb("export", weights * BYTES_PER_ELEMENT["f32"], attempt)
 
 
-def torch_batch_runtime_min(cases: int, measurement: dict, timeouts: dict) -> int:
-    """The worst case of a run_torch job: each pass (characterize, then each invocation,
-    doubled for noisy reruns) gives every case up to run_s."""
-    passes = 1 + measurement["invocations"] * (2 if measurement.get("rerun_noisy") else 1)
-    return runtime_min(cases * passes * timeouts["run_s"])
+# A torch worker process before its first case: python, torch and torchao imported
+# (2-core CI machine: 3 to 5 s a pass of the default suite's batches, whose cases take
+# well under a second each once built).
+TORCH_WORKER_START_S = 5.0
+# One case in one worker beyond its timed block and warm-up: the model built (and
+# quantized) from its seed; torch.compile's compile when the backend compiles (an
+# earlier record's compile seconds replace it; measured here 0.3 to 0.9 s for the
+# default suite's linear cases with Inductor's caches warm, and up to ~20 s cold).
+TORCH_BUILD_S = 1.0
+TORCH_COMPILE_S = 20.0
+
+
+def torch_case_seconds(case, measurement: dict, earlier: dict | None = None) -> float:
+    """One torch case in one worker pass: built, compiled where its backend compiles,
+    warmed up and timed (an earlier record's first call and compile time where it has
+    them)."""
+    m = measurement
+    compiled = getattr(case, "compile_mode", None) is not None
+    compile_s = TORCH_COMPILE_S if compiled else 0.0
+    first_s = 0.0
+    if earlier:
+        compile_s = ((earlier.get("compile") or {}).get("seconds") or 0.0) if compiled else 0.0
+        first_s = ((earlier.get("timing") or {}).get("first_run_ms") or 0.0) / 1000
+    return (TORCH_BUILD_S + compile_s + first_s + m.get("torch_warmup_s", 0.0)
+            + m.get("torch_min_run_time_s", 0.0))
+
+
+def torch_batch_runtime_min(cases, measurement: dict, timeouts: dict, attempt: int = 1,
+                            earlier=None) -> int:
+    """Wall time of a run_torch job: each worker pass (characterize, then each invocation
+    the protocol may take: `invocation_count`) starts a worker and runs every case still
+    measuring, expected from the plan and the cases' earlier records (`earlier`, in the
+    order of `cases`), with the margin, at most the worst case (every case of every pass
+    at run_s), which a retry (attempt 2 on) asks for."""
+    passes = invocation_count(measurement)
+    worst = len(cases) * passes * timeouts["run_s"]
+    if attempt > 1:
+        return runtime_min(worst)
+    earlier = earlier or [None] * len(cases)
+    per_pass = TORCH_WORKER_START_S + sum(
+        torch_case_seconds(c, measurement, e) for c, e in zip(cases, earlier, strict=True))
+    return runtime_min(min(ESTIMATE_MARGIN * passes * per_pass, worst))
 
 
 def ab_mem_mb(workload, attempt: int = 1) -> int:
@@ -330,9 +367,18 @@ def torch_ab_mem_mb(pair, attempt: int = 1) -> int:
 
 
 def ab_runtime_min(ab: dict, timeouts: dict) -> int:
-    """An A/B job stops at the first look after ab.budget_s; a look may come as late as
-    max_rounds rounds (two invocations each, plus the two untimed first calls)."""
-    return runtime_min(ab["budget_s"] + (2 * ab["max_rounds"] + 2) * timeouts["run_s"])
+    """An A/B job (IREE: after its export and two compiles) runs rounds until max_rounds
+    or, from the plan's first look on, the first round after ab.budget_s: at most the
+    fewer of max_rounds rounds and the budget plus the first look's and one more round,
+    besides the retaken rounds and the two untimed first calls (two invocations a round,
+    each up to run_s)."""
+    from workflow.measure.plans import ab_plan
+
+    run = timeouts["run_s"]
+    rounds_s = min(2 * ab["max_rounds"] * run,
+                   ab["budget_s"] + 2 * (ab_plan(ab).first_look + 1) * run)
+    return runtime_min(timeouts["export_s"] + 2 * timeouts["compile_s"] + rounds_s
+                       + (2 * ab["max_retakes"] + 2) * run)
 
 
 def compile_runtime_min(timeouts: dict) -> int:

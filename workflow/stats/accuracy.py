@@ -72,5 +72,23 @@ def compare(
         "rtol": rtol,
         "atol": atol,
         "min_pcc": min_pcc,
+        "metric": "pcc",
         "accurate": bool(finite_pcc and worst_pcc >= min_pcc),
     }
+
+
+def worst_sqnr_db(actual: Sequence, expected: Sequence) -> float:
+    """The lowest SQNR over the output pairs, unrounded: inf when exact, -inf or nan
+    when the reference is zero or not finite."""
+    return min(sqnr_db(a, e) for a, e in zip(actual, expected, strict=True))
+
+
+def with_sqnr(acc: dict, sqnr: float, reference: str, min_sqnr_db: float | None) -> dict:
+    """`acc` (compare's) with the SQNR against `reference` in place of its own, and, where
+    `min_sqnr_db` is given, judged by it instead of by PCC: accurate when the SQNR reaches
+    it (exact outputs do; a nan or -inf SQNR does not), which the record states as
+    `metric: sqnr` with its threshold. JSON has no infinities: sqnr_db is then null."""
+    out = {**acc, "sqnr_db": sqnr if math.isfinite(sqnr) else None, "sqnr_reference": reference}
+    if min_sqnr_db is not None:
+        out.update(metric="sqnr", min_sqnr_db=min_sqnr_db, accurate=bool(sqnr >= min_sqnr_db))
+    return out

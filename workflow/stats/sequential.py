@@ -232,3 +232,79 @@ def paired_result(d: Sequence[float], plan: Plan, decision: Decision,
                    verdict=decision.verdict or paired.classify(base.ratio, ci, plan.margin),
                    p_adjusted=decision.p_adjusted,
                    method=f"{paired.METHOD}; {METHOD}")
+
+
+def decide_probability(n: int, delta: float, sigma: float, plan: Plan) -> float:
+    """The probability that `plan` with its last look at n rounds decides there (paired
+    verdict regression, improvement or no-difference) when the log ratios are i.i.d.
+    N(delta, sigma^2). Exact for that model from binomial counts of the order
+    statistics (as paired._detect_probability): lo = d_(k), hi = d_(n-k+1) with k the
+    rank of the last look's level; no-difference uses the bound P(lo >= -c, hi <= c)
+    >= 1 - P(lo < -c) - P(hi > c). Earlier looks are ignored (they only add chances)."""
+    from scipy.stats import binom, norm
+
+    last = replace(plan, max_rounds=n)
+    k = _rank(n, 1 - last.alpha_look)[0]
+    c = math.log1p(plan.margin)
+    below_c, below_minus_c = norm.cdf((c - delta) / sigma), norm.cdf((-c - delta) / sigma)
+    regression = binom.cdf(k - 1, n, below_c)           # fewer than k rounds at or below c
+    improvement = binom.cdf(k - 1, n, 1 - below_minus_c)  # fewer than k at or above -c
+    lo_out = binom.sf(k - 1, n, below_minus_c)          # at least k rounds below -c
+    hi_out = binom.sf(k - 1, n, 1 - below_c)            # at least k above c
+    return float(min(1.0, regression + improvement + max(0.0, 1 - lo_out - hi_out)))
+
+
+def rounds_to_decide(d: Sequence[float], plan: Plan, power: float = 0.8,
+                     max_n: int = 100_000) -> int | None:
+    """The fewest rounds n (a plan like `plan` with max_rounds n) whose last look decides
+    with probability >= power if the rounds go on as observed: log ratios N(median(d),
+    sigma^2), sigma their robust spread (paired.robust_sigma; their standard deviation
+    when more than half tie). None when even max_n rounds would not: the ratio sits
+    within the noise of the margin, or the noise is too large for it."""
+    x = np.asarray(d, dtype=float)
+    delta = float(np.median(x))
+    sigma = paired.robust_sigma(x) or float(np.std(x))
+    if sigma <= 0:   # every round the same ratio: decided unless it is the margin itself
+        return None if math.isclose(abs(delta), math.log1p(plan.margin)) else plan.first_look
+
+    def decides(n: int) -> bool:
+        return decide_probability(n, delta, sigma, plan) >= power
+
+    before, n = None, plan.first_look
+    while n <= max_n:
+        if decides(n):
+            lo, hi = before or n, n     # bisect for the fewest (nearly monotone in n)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+            return hi
+        before, n = n, max(n + 1, math.ceil(n * 1.25))
+    return None
+
+
+def _round_up(seconds: float) -> float:
+    """Seconds rounded up to two significant digits, as a setting is written (137 -> 140)."""
+    if seconds <= 0:
+        return 0.0
+    step = 10 ** (math.floor(math.log10(seconds)) - 1)
+    return math.ceil(seconds / step) * step
+
+
+def to_decide(d: Sequence[float], plan: Plan, *, seconds_per_round: float, budget_s: float,
+              power: float = 0.8, limit_s: float = 1800) -> dict:
+    """What would decide an inconclusive paired comparison at the observed noise: the
+    rounds (rounds_to_decide) and their seconds at the observed seconds per round, and
+    which settings to raise to get them (max_rounds to those rounds when above the
+    plan's; budget_s to their seconds when above the budget; None: enough already, a
+    rerun decides with that probability). `decidable` is False when no rounds up to
+    100,000 or no more than limit_s seconds would decide: at this noise the machine
+    cannot decide the margin in a sane time."""
+    x = np.asarray(d, dtype=float)
+    n = rounds_to_decide(x, plan, power)
+    seconds = None if n is None else n * seconds_per_round
+    decidable = seconds is not None and seconds <= limit_s
+    return {"rounds": n, "seconds": seconds, "power": power, "limit_s": limit_s,
+            "sigma": paired.robust_sigma(x) or float(np.std(x)),
+            "decidable": decidable,
+            "max_rounds": n if decidable and n > plan.max_rounds else None,
+            "budget_s": (_round_up(seconds) if decidable and seconds > budget_s else None)}

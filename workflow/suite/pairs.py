@@ -61,11 +61,29 @@ def pair_problems(suite, source: str) -> list[str]:
             problems.append(f"{where}: base is {kinds[0]} and new is {kinds[1]}; expected "
                             "two SKU names (IREE modules) or two torch sides {sku, backend, "
                             "recipe, workload}")
-        elif iree[0]:
-            problems += _iree_pair(suite, pair, where)
         else:
-            problems += _torch_pair(suite, pair, where)
+            problems += (_iree_pair if iree[0] else _torch_pair)(suite, pair, where)
+            problems += _placement_problems(suite, pair, where)
     return problems
+
+
+def _placement_problems(suite, pair: dict, where: str) -> list[str]:
+    """One job runs both sides of a pair, placed as the base SKU's jobs (rules/ab.smk):
+    a new side whose SKU asks SLURM for another partition, node feature or GPU would be
+    measured where it was not meant to run (a GPU side on a CPU node), so such a pair is
+    refused here, on every machine, as the suite is the same file on the cluster."""
+    skus = [pair[r] if isinstance(pair[r], str) else pair[r]["sku"] for r in ROLES]
+    if any(s not in suite.config["skus"] for s in skus) or skus[0] == skus[1]:
+        return []  # an unknown SKU is reported by the pair's own check
+    placed = [{k: v for k, v in (suite.config["skus"][s].get("slurm") or {}).items()
+               if v is not None} for s in skus]
+    if placed[0] == placed[1]:
+        return []
+    said = [", ".join(f"{k} {v!r}" for k, v in sorted(p.items())) or "the profile's defaults"
+            for p in placed]
+    return [f"{where}: SKU {skus[0]!r} runs on SLURM with {said[0]}, SKU {skus[1]!r} with "
+            f"{said[1]}; expected the same `slurm` settings on both SKUs (one job measures "
+            "both sides, on one node)"]
 
 
 def _iree_pair(suite, pair: dict, where: str) -> list[str]:

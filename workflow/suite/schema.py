@@ -281,11 +281,13 @@ def suite_schema() -> dict:
         rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
                       "then": then})
     workload["allOf"] = rules
-    from workflow.backends.torch.recipes import RECIPE_HELP, RECIPE_PATTERN
+    from workflow.backends.torch.recipes import ACCURACY_KEY_PATTERN, RECIPE_HELP, RECIPE_PATTERN
 
     recipe = schema["$defs"]["recipe_name"]
     recipe.update({"pattern": RECIPE_PATTERN, "x-expected": f"{RECIPE_HELP}; at most "
                    f"{recipe['maxLength']} characters (it names files)"})
+    rules = schema["properties"]["accuracy"]["properties"]["recipes"]["propertyNames"]
+    rules["pattern"] = ACCURACY_KEY_PATTERN
     return schema
 
 

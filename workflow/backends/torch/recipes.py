@@ -54,6 +54,15 @@ SPARSITY_PATTERN = r"[A-Za-z0-9_.:-]*(block|semi|2:4)[A-Za-z0-9_.:-]*"
 _SPARSE_SUFFIX = r"\.sparsity-[A-Za-z0-9_.-]*(block|semi|2-4)[A-Za-z0-9_.-]*"
 _QUANT = "|".join([*(re.escape(f) for f in FIXED), *PARAMETRIC.values(), *RETIRED])
 RECIPE_PATTERN = f"^({_QUANT})({_SPARSE_SUFFIX})?$"
+# Recipe.family as recipe names spell it: the families config `accuracy.recipes` may name.
+FAMILY_NAMES = {"int8wo": "int8wo", "int8dq": "int8dq",
+                "int8dq-prefill-wo-decode": "int8dq_prefill_wo_decode", "int4wo": "int4wo",
+                "int4wo-hqq": "int4wo-hqq", "8da4w": "8da4w",
+                "intx-opaque": "int8_dynamic_activation_intx_weight", "float8wo": "float8wo",
+                "float8dq": "float8dq"}
+# A key of `accuracy.recipes`: a family or a recipe name, but not baseline (the PCC rule).
+ACCURACY_KEY_PATTERN = (f"^(?!baseline$)({'|'.join(map(re.escape, FAMILY_NAMES.values()))}"
+                        f"|{_QUANT})({_SPARSE_SUFFIX})?$")
 RECIPE_HELP = ("a recipe: " + ", ".join(FIXED) + ", int4wo-<group>, int4wo-<group>-hqq, "
                f"8da4w-<group> (group in {list(GROUP_SIZES)}), "
                "int8_dynamic_activation_intx_weight-<bits>-<group>-<asym>, torchao's retired "
@@ -190,6 +199,22 @@ def layer_reason(recipe: Recipe, in_features: list[int]) -> str | None:
             return (f"{recipe.name} quantizes groups of {recipe.group_size} input features; "
                     f"linear layers with K={bad} are not multiples of it")
     return None
+
+
+def min_sqnr_db(recipe: Recipe, accuracy: dict) -> float | None:
+    """The SQNR threshold that judges the recipe's accuracy (a validated suite's
+    `accuracy`: its `recipes` entry by name, else by family, else `min_sqnr_db`); None
+    where the dtype's PCC rule judges it: baseline, and a sparsity recipe the suite does
+    not name (torchao checks sparsity against the pruned module, not the dense one)."""
+    rules = accuracy["recipes"]
+    if recipe.name in rules:
+        return rules[recipe.name]["min_sqnr_db"]
+    if recipe.family == "baseline":
+        return None
+    family = FAMILY_NAMES.get(recipe.family)
+    if family in rules:
+        return rules[family]["min_sqnr_db"]
+    return accuracy["min_sqnr_db"]
 
 
 def torchao_config(recipe: Recipe, device: Device):

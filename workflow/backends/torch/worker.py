@@ -19,7 +19,6 @@ from __future__ import annotations
 import faulthandler
 import inspect
 import json
-import math
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ from workflow.backends.torch.recipes import (
     apply,
     device_reason,
     layer_reason,
+    min_sqnr_db,
     parse,
     torchao_kernels_loaded,
 )
@@ -209,7 +209,7 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     """
     import torch
 
-    from workflow.stats.accuracy import compare
+    from workflow.stats.accuracy import compare, with_sqnr
 
     w = case["workload"]
     load_model_files(w.get("model_modules", []))
@@ -229,8 +229,9 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
     actual, first_s, memory = _first_call(prepared, device)
     tol = tolerance_for(w, plan["tolerances"])
     accuracy = {**compare(actual, reference, **tol), "reference": "torch-eager-fp32"}
-    if recipe.quantized:
-        accuracy.update(_sqnr_against_baseline(prepared, w, actual))
+    if recipe.quantized:  # judged as torchao judges it: SQNR against the unquantized module
+        accuracy = with_sqnr(accuracy, _sqnr_against_baseline(prepared, w, actual),
+                             "baseline recipe", min_sqnr_db(recipe, plan["tolerances"]))
     profile = write_profiles(prepared, case, plan, w)
     # Last: torch._dynamo.explain resets Dynamo, so the compiled module is not called
     # again after it (the profiles above run it warm).
@@ -289,19 +290,18 @@ def _first_call(prepared: Prepared, device: Device) -> tuple[list, float, dict]:
     return actual, first_s, memory
 
 
-def _sqnr_against_baseline(prepared: Prepared, w: dict, actual: list) -> dict:
+def _sqnr_against_baseline(prepared: Prepared, w: dict, actual: list) -> float:
     """SQNR against the same module unquantized, in the same dtype and backend family:
     the error the recipe adds, apart from the dtype's own."""
     import torch
 
-    from workflow.stats.accuracy import sqnr_db
+    from workflow.stats.accuracy import worst_sqnr_db
 
     base = get_model(w["model"]).build(w["config"], w["dtype"], w["layers"], w["shape"])
     with torch.no_grad():
         baseline = _numpy_outputs(base.module.to(prepared.inputs[0].device)(*prepared.inputs))
     del base
-    worst = min(sqnr_db(a, b) for a, b in zip(actual, baseline, strict=True))
-    return {"sqnr_db": None if math.isinf(worst) else worst, "sqnr_reference": "baseline recipe"}
+    return worst_sqnr_db(actual, baseline)
 
 
 def _gpu_details(device: Device) -> dict:

@@ -1,0 +1,160 @@
+"""A run's progress as its jobs finish (issue 24): the records a finished job wrote, the
+ETA of the jobs left, and the summary at the end. The Snakemake logger plugin
+(snakemake_logger_plugin_benchflow) feeds `Progress` the scheduler's events and prints
+what it returns; the events themselves are render/progress.py's.
+
+Only what a job wrote is read, after Snakemake saw it finish: an IREE batch's list of
+its case records, a torch batch's records, a benchmark file's record, an A/B row, and at
+the end the report. On SLURM those are the files the job wrote on its node, read from
+the shared file system as the report step reads them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from workflow.paths import AB, GATE, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.records.storage import read_json
+from workflow.render import progress as render
+from workflow.stages.resources import ESTIMATE_MARGIN, JOB_OVERHEAD_S
+
+# The rules whose jobs measure cases, and how their records are found from the output.
+CASE_RULES = {"iree_batch", "run_torch", "case_bench_file"}
+AB_RULES = {"ab_pair", "ab_torch_pair"}
+# Rules whose `runtime` request stages/resources.py sizes from what their cases are
+# expected to take (the measurement settings, earlier records of the same cases).
+MEASURING_RULES = (CASE_RULES - {"case_bench_file"}) | AB_RULES | {"run_bench_file"}
+
+
+def _read(path: Path) -> dict | None:
+    """A JSON document a job wrote; None when it is not there or not JSON (a job that
+    failed outright): what it lacks then shows as the failed job in the summary."""
+    try:
+        doc = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def case_records(rule: str, output: list[str], root: Path) -> list[dict]:
+    """The case records a finished job of `rule` wrote (outputs relative to `root`)."""
+    if rule == "iree_batch":
+        batch = _read(root / output[0]) or {}
+        docs = [_read(root / entry["case"]) for entry in batch.get("cases", [])]
+    elif rule == "run_torch":
+        docs = [_read(p) for p in sorted((root / output[0] / "cases").glob("*.json"))]
+    elif rule == "case_bench_file":
+        docs = [_read(root / output[0])]
+    else:
+        return []
+    return [d for d in docs if d is not None and "id" in d and "status" in d]
+
+
+def planned_seconds(runtime_min) -> float | None:
+    """What a job's `runtime` request (minutes; stages/resources.py sizes it from the
+    expected times, with earlier records of the same cases) expects the job to take:
+    the request less the job's overhead allowance, over the estimate's margin."""
+    if not isinstance(runtime_min, int | float) or runtime_min <= 0:
+        return None
+    return max(runtime_min * 60 - JOB_OVERHEAD_S, 0) / ESTIMATE_MARGIN
+
+
+def report_files(root: Path) -> list[str]:
+    """The report files there are, the readable ones first."""
+    return [p for p in (REPORT_MD, REPORT_HTML, REPORT_CSV, REPORT, AB, GATE)
+            if (root / p).exists()]
+
+
+class Progress:
+    """The run's state as the scheduler reports it; each method returns the events to
+    print (render/progress.py's dicts)."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root or os.getcwd())
+        self.jobs: dict[int, dict] = {}  # jobid -> rule, output, log, planned s, start
+        self.planned: dict[str, int] = {}  # rule -> jobs in the plan (RUN_INFO's stats)
+        self.durations: dict[str, list[float]] = {}  # rule -> this run's finished jobs
+        self.done = self.total = 0
+        self.cases: dict[str, dict] = {}
+        self.ab_rows: list[dict] = []
+        self.failed: list[dict] = []
+        self.retried: list[dict] = []
+
+    def started(self, root: str | os.PathLike) -> None:
+        """The workflow's working directory (Snakemake is in it while it runs, and may
+        have left it by the time the summary is printed)."""
+        self.root = Path(root)
+
+    def plan(self, stats: dict) -> None:
+        self.planned = {k: v for k, v in stats.items() if k != "total"}
+
+    def job_info(self, jobid: int, rule: str, output: list[str], log: list[str],
+                 resources: dict) -> None:
+        self.jobs[jobid] = {"rule": rule, "output": list(output), "log": list(log),
+                            "planned_s": planned_seconds(resources.get("runtime")),
+                            "start": time.monotonic()}
+
+    def job_finished(self, jobid: int) -> list[dict]:
+        job = self.jobs.get(jobid)
+        if job is None:
+            return []
+        self.durations.setdefault(job["rule"], []).append(time.monotonic() - job["start"])
+        # A failed attempt that was retried (--retries, profiles/slurm) and then finished.
+        self.retried += [f for f in self.failed if f["jobid"] == jobid]
+        self.failed = [f for f in self.failed if f["jobid"] != jobid]
+        events = []
+        for record in case_records(job["rule"], job["output"], self.root):
+            self.cases[record["id"]] = record
+            events.append(render.case_event(record))
+        if job["rule"] in AB_RULES:
+            row = _read(self.root / job["output"][0])
+            if row is not None:
+                self.ab_rows.append(row)
+                events.append(render.ab_event(row))
+        return events
+
+    def job_error(self, jobid: int, rule: str, log: list[str]) -> None:
+        self.failed.append({"rule": rule, "jobid": jobid, "log": list(log)})
+
+    def progress(self, done: int, total: int) -> list[dict]:
+        self.done, self.total = done, total
+        return [render.eta_event(done, total, self._left())]
+
+    def _left(self) -> dict[str, dict]:
+        """Per rule: jobs not finished, and what one is expected to take: this run's
+        mean for the rule; else, for a measuring rule, the planned runtime of its jobs
+        started so far (the other rules' requests are caps, not estimates); else this
+        run's mean job."""
+        finished = {r: len(d) for r, d in self.durations.items()}
+        every = [s for d in self.durations.values() for s in d]
+        left = {}
+        for rule, count in self.planned.items():
+            plans = [j["planned_s"] for j in self.jobs.values()
+                     if j["rule"] == rule and j["planned_s"] is not None]
+            if rule in self.durations:
+                seconds, basis = sum(self.durations[rule]) / finished[rule], "rule"
+            elif plans and rule in MEASURING_RULES:
+                seconds, basis = sum(plans) / len(plans), "plan"
+            elif every:
+                seconds, basis = sum(every) / len(every), "run"
+            else:
+                seconds, basis = None, ""
+            left[rule] = {"jobs": max(count - finished.get(rule, 0), 0), "seconds": seconds,
+                          "basis": basis}
+        return left
+
+    def summary(self, success: bool) -> dict:
+        """The summary: the report's cases where this run made it, or ran no case and so
+        kept it (the report applies the goldens to every case), else the cases seen
+        finishing (a run that stopped before its report: the old one is not this run's)."""
+        fresh = "report" in self.durations or not self.cases
+        report = _read(self.root / REPORT) if fresh else None
+        cases = (report or {}).get("cases")
+        if not isinstance(cases, list):
+            cases = list(self.cases.values())
+        ab = _read(self.root / AB)
+        rows = ab["pairs"] if ab and isinstance(ab.get("pairs"), list) else self.ab_rows
+        return render.summary_event(cases, rows, failed_jobs=self.failed,
+                                    retried_jobs=self.retried,
+                                    reports=report_files(self.root), success=success)
