@@ -45,12 +45,14 @@ def find_or_install() -> tuple[str | None, str]:
     return (found, "") if found else (None, "apt-get installed chromium but it is not on PATH")
 
 
-def load(binary: str, page: Path, screenshot: Path | None = None) -> dict:
+def load(binary: str, page: Path, screenshot: Path | None = None,
+         probes: dict[str, str] | None = None) -> dict:
     """Opens `page` and reports what a person's browser would have met: console messages
     of level error or warning (Playwright also passes on Chromium's own log entries there:
     failed loads, CSP), uncaught exceptions, failed requests, requests to anything but
     file: and data: URIs, the number of case rows, whether the page's script finished,
-    and whether header clicks sort the table."""
+    and whether header clicks sort the table; `probes`, JavaScript expressions by name,
+    are evaluated on the page as loaded (their values under "probes")."""
     from playwright.sync_api import sync_playwright
 
     console: list[str] = []
@@ -90,6 +92,7 @@ def load(binary: str, page: Path, screenshot: Path | None = None) -> dict:
                                ".map(r => r.getAttribute('data-id'))")
             images = tab.evaluate("Array.from(document.images).map(i => [i.complete, "
                                   "i.naturalWidth])")
+            probed = {name: tab.evaluate(js) for name, js in (probes or {}).items()}
             if screenshot is not None:  # as first shown: regressions first
                 tab.screenshot(path=screenshot, full_page=True)
             # Click "Median ms" twice: ascending, then descending, blanks last both times.
@@ -107,6 +110,6 @@ def load(binary: str, page: Path, screenshot: Path | None = None) -> dict:
             tab.wait_for_timeout(200)  # late console messages
         finally:
             browser.close()
-    return {"ready": ready, "rows": rows, "ids": ids, "ascending": ascending,
+    return {"probes": probed, "ready": ready, "rows": rows, "ids": ids, "ascending": ascending,
             "descending": descending, "images": images, "console_errors": console,
             "exceptions": exceptions, "failed_requests": failed, "foreign_requests": foreign}

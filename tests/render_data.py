@@ -5,7 +5,9 @@ small suites on the 2-core CI machine (IREE on two SKUs with a 2 x 2 linear shap
 and a model IREE cannot compile; IREE, torch-eager and torch-inductor with the baseline
 and int8wo recipes). `with_synthetic_verdicts` derives from a real report what no small
 real run produces on demand; everything it changes is marked SYNTHETIC in the case's
-provenance.
+provenance. `with_kernels` adds kernels blocks (report.schema.json's `kernels`) built from
+real profiles: iree-profile captures under tests/data/iree_profile and a torch.profiler
+capture, tests/data/torch_profile_linear.json (its `made_by` says how it was made).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import json
 import statistics
 
 from tests.conftest import DATA
+from workflow.backends.iree.profile import compile_statistics, dispatch_rows
 from workflow.backends.torch import recipes
-from workflow.records.case import unsupported_case
+from workflow.records.case import assemble, unsupported_case
+from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.speedup import fill_speedups
 
 PEAK = {"gflops": 100.0, "dtype": "f32", "method": "test peak", "measured_at": "test"}
@@ -88,3 +92,112 @@ def with_training(report: dict) -> dict:
 def median_of_invocations(case: dict) -> float:
     """The case's median recomputed from its raw invocation medians."""
     return statistics.median(case["timing"]["invocation_medians_ms"])
+
+
+# --- kernels: where each case's time goes (issue 25) -------------------------------------
+
+PROFILES = DATA / "iree_profile"
+KEEP = 24  # the record keeps at most 24 rows, the rest summed in one "(N others)" row
+
+
+def kernels_block(rows: list[dict], *, source: str, mode: str, calls: int | None,
+                  seconds: float | None, keep: int = KEEP) -> dict:
+    """A kernels block as the record holds it, from rows largest first (name, count,
+    total_ms; total_ms None when compile-only): shares of the rows' sum, the rows past
+    `keep` summed in one '(N others)' row."""
+    timed = calls is not None
+    total = sum(r["total_ms"] for r in rows) if timed else None
+
+    def row(name: str, count: int | None, total_ms: float | None, **extra) -> dict:
+        share = total_ms / total if timed and total else None
+        return {"name": name, "count": count, "total_ms": total_ms, "share": share, **extra}
+
+    kept = [row(r["name"], r["count"], r.get("total_ms"),
+                **({"mean_ms": r["total_ms"] / r["count"] if r["count"] else None}
+                   if timed else {}),
+                **({"workgroup": r["workgroup"]} if "workgroup" in r else {}))
+            for r in rows[:keep]]
+    rest = rows[keep:]
+    if rest:
+        kept.append(row(f"({len(rest)} others)", sum(r["count"] for r in rest),
+                        sum(r["total_ms"] for r in rest) if timed else None))
+    return {"source": source, "mode": mode, "calls": calls, "total_ms": total,
+            "seconds": seconds, "rows": kept, "error": None}
+
+
+def iree_kernels(capture: str, calls: int, keep: int = KEEP) -> dict:
+    """The kernels of a real `iree-profile dispatch --format=jsonl` capture (`calls`:
+    the entry function calls it covers, tests/data/iree_profile/README.md)."""
+    rows = dispatch_rows((PROFILES / f"{capture}.dispatch.jsonl").read_text())
+    return kernels_block(rows, source="iree-profile", mode="host-execution", calls=calls,
+                         seconds=0.21, keep=keep)
+
+
+def torch_kernels() -> dict:
+    """The kernels of the real torch.profiler capture: per aten op, its self CPU time."""
+    capture = load("torch_profile_linear.json")
+    rows = [{"name": r["name"], "count": r["count"],
+             "total_ms": r["self_cpu_time_total_us"] / 1000} for r in capture["rows"]]
+    return kernels_block(rows, source="torch.profiler", mode="cpu", calls=capture["calls"],
+                         seconds=0.05)
+
+
+# ln_linear_gelu [128, 256, 256] compiled for cuda sm_80 on a machine without its GPU.
+GPU_CASE = "gpu/iree/ln_linear_gelu-128x256x256-f32/baseline"
+PROFILE_FAILED = ("profiling (dispatch-events) failed: iree-benchmark-module exited with 1: "
+                  "UNIMPLEMENTED; device profiling mode <dispatch-events> | not supported")
+
+
+def compile_only_case() -> dict:
+    """The compile-only case of GPU_CASE, its kernels the compiler's dispatch list from
+    the real CSV statistics of that compile."""
+    stats = compile_statistics((PROFILES / "ln_linear_gelu.cuda-sm80.statistics.csv")
+                               .read_text())
+    identity = {"id": GPU_CASE, "model": "ln_linear_gelu", "config": "default",
+                "dtype": "f32", "shape": [128, 256, 256], "sku": "gpu", "backend": "iree",
+                "recipe": "baseline", "mode": "inference",
+                "workload": "ln_linear_gelu-128x256x256-f32", "layers": None,
+                "device": "cpu", "compile_mode": None, "group": None}
+    why = "no cuda device here: iree.runtime's cuda driver lists no device"
+    results = [StageResult("compile", data={
+                   "seconds": 0.4, "dispatch_count": stats["dispatch_count"],
+                   "binary_bytes": 41462, "executable_count": stats["executable_count"],
+                   "flags": ["--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"],
+                   "compiler_version": "3.13.0"}),
+               *(StageResult(stage, status=NO_DEVICE, failed_stage=stage, error=why)
+                 for stage in ("run", "verify"))]
+    case = assemble(identity, results, {"iree_device": "cuda"})
+    case["kernels"] = kernels_block(stats["dispatches"], source="iree-compile",
+                                    mode="compile-only", calls=None, seconds=None)
+    return case
+
+
+def with_kernels(report: dict) -> dict:
+    """A copy of `report` (the IREE or torch fixture) whose cases carry kernels blocks of
+    the real captures (SYNTHETIC: a capture of one model attached to a case of another,
+    marked in the case's provenance): the IREE report's ln_linear_relu host case gets
+    ln_linear_gelu's three dispatches, its linear-64x128x64 host case transformer_block's
+    eleven (six kept, '(5 others)'), one case a profiling failure, plus the compile-only
+    GPU case; the torch report's torch-eager linear 64x64x64 case gets the torch.profiler
+    capture of that linear; either report gets the compile-only GPU case. Every other
+    case stays unprofiled (kernels null)."""
+    out = copy.deepcopy(report)
+    ids = {c["id"] for c in out["cases"]}
+    attach = {
+        "host/iree/ln_linear_relu-16x32x64-f32/baseline":
+            lambda: iree_kernels("ln_linear_gelu.local-task", calls=5),
+        "host/iree/linear-64x128x64-f32/baseline":
+            lambda: iree_kernels("transformer_block.local-sync", calls=3, keep=6),
+        "generic/iree/linear-64x32x32-f32/baseline":
+            lambda: {**kernels_block([], source="iree-profile", mode="dispatch-events",
+                                     calls=None, seconds=0.02), "error": PROFILE_FAILED},
+        "host/torch-eager/linear-64x64x64-f32/baseline": torch_kernels,
+    }
+    for case in out["cases"]:
+        case.setdefault("kernels", None)
+        if case["id"] in attach:
+            case["kernels"] = attach[case["id"]]()
+            case["provenance"]["synthetic"] = "SYNTHETIC kernels for renderer tests"
+    if GPU_CASE not in ids:
+        out["cases"].append(compile_only_case())
+    return out

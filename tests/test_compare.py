@@ -89,5 +89,7 @@ def test_json_has_every_row_field():
     out = to_json(compare(base, base))
     (row,) = out["sections"]["Similar"]
     assert set(row) == {"id", "base_ms", "new_ms", "ratio", "p_value", "section", "note",
-                        "change"}
+                        "change", "attribution", "why", "changed", "what_changed"}
     assert row["ratio"] == 1.0 and out["geomean_ratio"] == 1.0
+    # A Similar row whose dispatch set did not change carries no explanation.
+    assert row["attribution"] is None and not row["why"] and not row["changed"]

@@ -45,7 +45,8 @@ def test_defaults_are_filled_in():
     assert m == {"invocations": 6, "max_invocations": 24, "target_rel_width": 0.02,
                  "budget_s": 60, "repetitions": 10, "min_warmup_time_s": 0.5,
                  "min_time_s": 0.5, "noisy_cv": 0.10, "rerun_noisy": True,
-                 "torch_warmup_calls": 10, "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5,
+                 "profile": True, "profile_calls": 10, "torch_warmup_calls": 10,
+                 "torch_warmup_s": 0.2, "torch_min_run_time_s": 0.5,
                  "alpha": 0.05, "disturbed_share": 0.25, "max_retakes": 6,
                  "randomize_layout": True}
     assert cfg["workloads"][0]["dtypes"] == ["f32"]

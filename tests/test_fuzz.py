@@ -416,10 +416,11 @@ def tool_outputs(draw) -> bytes:
 @example(raw=b'{"a": {"execution": {"dispatch-count": "x"}}}')
 @given(raw=tool_outputs())
 def test_a_tools_output_parses_or_raises_value_error(raw):
-    from workflow.backends.iree.tools import parse_benchmark_json, parse_compile_statistics
+    from workflow.backends.iree.profile import compile_statistics
+    from workflow.backends.iree.tools import parse_benchmark_json
 
     text = raw.decode("utf-8", errors="replace")
-    for parse in (parse_benchmark_json, parse_compile_statistics):
+    for parse in (parse_benchmark_json, compile_statistics):
         try:
             with _hang_guard():
                 parse(text)

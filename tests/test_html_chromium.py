@@ -19,7 +19,7 @@ import pytest
 
 from tests import chromium
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
-from tests.render_data import PEAK, iree_report, with_synthetic_verdicts
+from tests.render_data import PEAK, iree_report, torch_report, with_kernels, with_synthetic_verdicts
 from workflow.records.report import report_schema
 from workflow.render import dashboard, html
 
@@ -38,8 +38,9 @@ def browser_binary() -> str:
     return binary
 
 
-def check_page(binary: str, page, screenshot, case_ids: list[str]) -> dict:
-    seen = chromium.load(binary, page, screenshot)
+def check_page(binary: str, page, screenshot, case_ids: list[str],
+               probes: dict[str, str] | None = None) -> dict:
+    seen = chromium.load(binary, page, screenshot, probes)
     assert seen["console_errors"] == [] and seen["exceptions"] == []
     assert seen["failed_requests"] == [] and seen["foreign_requests"] == []
     assert seen["ready"] == "1", "the page's script did not finish"
@@ -67,6 +68,54 @@ def test_fixture_report_in_chromium(browser_binary, tmp_path):
     # As first shown, before any sort: regressions first.
     regressed = [c["id"] for c in report["cases"] if c["golden"]["verdict"] == "regression"]
     assert seen["ids"][0] in regressed
+
+
+# Every stacked kernel bar as laid out: its case, inner width and segments (name, share,
+# drawn width and colour).
+BARS = """Array.from(document.querySelectorAll('.kbar')).map(bar => ({
+  case: bar.closest('.kcase').getAttribute('data-case'), width: bar.clientWidth,
+  segments: Array.from(bar.querySelectorAll('.kseg')).map(s => ({
+    name: s.getAttribute('data-name'), share: parseFloat(s.getAttribute('data-share')),
+    width: s.getBoundingClientRect().width, colour: getComputedStyle(s).backgroundColor,
+    title: s.getAttribute('title')}))}))"""
+
+
+@pytest.mark.parametrize("which", [iree_report, torch_report])
+def test_kernel_bars_are_drawn_in_proportion_to_shares(browser_binary, tmp_path, which):
+    """Each profiled case with times has a bar whose segments are as wide as their shares
+    of the bar (to a pixel), its largest kernels first, the rest one grey segment; a
+    compile-only or failed profile has none."""
+    report = with_kernels(which())
+    page = tmp_path / "report.html"
+    page.write_text(html.render(report, PEAK))
+    ARTIFACTS.mkdir(exist_ok=True)
+    seen = check_page(browser_binary, page, ARTIFACTS / f"report-kernels-{which.__name__}.png",
+                      [c["id"] for c in report["cases"]], probes={"bars": BARS})
+    bars = {b["case"]: b for b in seen["probes"]["bars"]}
+    timed = [c for c in report["cases"]
+             if c["kernels"] and c["kernels"]["calls"] and not c["kernels"]["error"]]
+    assert timed and sorted(bars) == sorted(c["id"] for c in timed)
+    for case in timed:
+        bar = bars[case["id"]]
+        assert bar["width"] > 300
+        named = [r for r in case["kernels"]["rows"] if not r["name"].endswith(" others)")]
+        names = [s["name"] for s in bar["segments"]]
+        assert names[: min(len(named), html.BAR_SEGMENTS)] == \
+            [r["name"] for r in named][: html.BAR_SEGMENTS]
+        for seg in bar["segments"]:
+            assert seg["width"] == pytest.approx(seg["share"] * bar["width"], abs=1.0), seg
+            assert seg["name"] in seg["title"] and f"{100 * seg['share']:.1f} %" in seg["title"]
+        # The segments fill the bar: the profile's whole time is drawn.
+        assert sum(s["width"] for s in bar["segments"]) == pytest.approx(bar["width"], abs=1.0)
+        greys = [s for s in bar["segments"] if s["colour"] == "rgb(187, 187, 187)"]
+        assert greys == [s for s in bar["segments"] if s["name"].endswith(" others)")]
+        colours = [s["colour"] for s in bar["segments"]]
+        assert len(set(colours)) == len(colours)  # neighbours never share a colour
+    # transformer_block's eleven dispatches, six kept by the record: six segments and
+    # one grey "(5 others)".
+    if which is iree_report:
+        six = bars["host/iree/linear-64x128x64-f32/baseline"]["segments"]
+        assert [s["name"] for s in six][-1] == "(5 others)" and len(six) == 7
 
 
 def test_the_checker_sees_what_a_broken_page_does(browser_binary, tmp_path):

@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import DATA
 from workflow.backends.iree import tools as iree
+from workflow.backends.iree.profile import compile_statistics
 
 
 def real_output() -> str:
@@ -54,11 +55,15 @@ def test_benchmark_errors_are_raised():
 
 
 def test_compile_statistics_dispatch_count():
-    text = json.dumps({"stream-aggregate": {
-        "global": {"constant-count": 1},
-        "execution": {"dispatch-count": 33, "submission-count": 1},
-        "executable": {"executable-count": 12}}})
-    assert iree.parse_compile_statistics(text) == {"dispatch_count": 33, "executable_count": 12}
+    # The compile asks for the CSV statistics, whose aggregate rows (one per stream
+    # aggregate) give the counts, summed.
+    argv = iree.compile_argv("iree-compile", "m.mlir", "m.vmfb", [], "s.csv")
+    assert argv[-4:] == ["--iree-scheduling-dump-statistics-format=csv",
+                         "--iree-scheduling-dump-statistics-file=s.csv", "-o", "m.vmfb"]
+    aggregate = ('"Constants","Dispatches","Executables"\n1,{},{}\n')
+    text = "; Aggregate Statistics\n" + aggregate.format(30, 10) + "\n" + aggregate.format(3, 2)
+    assert compile_statistics(text)["dispatch_count"] == 33
+    assert compile_statistics(text)["executable_count"] == 12
 
 
 def test_command_lines_are_argument_lists_with_sku_settings():

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from workflow.backends.iree.tools import parse_benchmark_json, parse_compile_statistics
+from workflow.backends.iree.profile import compile_statistics
+from workflow.backends.iree.tools import parse_benchmark_json
 from workflow.backends.proc import Streaming, log_tail, run_tool
 from workflow.errors import StageError
 
@@ -65,7 +66,7 @@ def test_a_streamed_workers_non_utf8_output_is_read_with_replacement(tmp_path):
     assert log.read_bytes() == b"earlier \xe9\nerror: " + NOT_UTF8 + b"\n"
 
 
-@pytest.mark.parametrize("parse", [parse_benchmark_json, parse_compile_statistics])
+@pytest.mark.parametrize("parse", [parse_benchmark_json, compile_statistics])
 @pytest.mark.parametrize("text", [NOT_UTF8.decode("utf-8", errors="replace"), "[1, 2]",
                                   '{"a": []}', '{"benchmarks": [1]}', "[" * 100_000,
                                   '{"benchmarks": [{"real_time": 1' + "0" * 400 + ', '

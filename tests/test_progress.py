@@ -156,8 +156,11 @@ def test_progress_reads_a_finished_batchs_records_and_estimates_the_rest(tmp_pat
     time.sleep(0.01)
     events = p.job_finished(1)
     assert [(e["id"], e["status"]) for e in events] == [(OK_ID, "ok"), (FAILED_ID, "failed")]
+    # The batches left: the finished one's time; the report: no job of its kind (one that
+    # measures nothing) has finished, so it is not priced like a batch.
     (eta,) = p.progress(1, 4)
-    assert eta["basis"] == {"rule": 2, "run": 1} and eta["jobs_unestimated"] == 0
+    assert eta["basis"] == {"rule": 2} and eta["jobs_unestimated"] == 1
+    assert "1 not estimated yet" in render.eta_text(eta)
     p.job_error(2, "iree_batch", ["logs/iree/generic/b0.log"])
     summary = p.summary(success=False)  # no report made: the cases seen
     assert summary["cases"] == 2 and summary["failed_jobs"][0]["rule"] == "iree_batch"

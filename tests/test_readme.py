@@ -107,7 +107,15 @@ OUTPUT_BLOCKS = {
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
     "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
-    "ETA ~": "an excerpt of --logger benchflow's output (its lines: tests/test_progress.py)",
+    "ok           host/iree/linear-16x32x32": "an excerpt of --logger benchflow's output "
+                                                "(its lines: tests/test_progress.py)",
+    "### Regressed (2)": "compare's Markdown on the default suite's gating SKU, host -> "
+                         "generic (a real run's output, its lines' shape as "
+                         "tests/test_attribution_e2e.py checks them)",
+    "Regressed sync/iree/two_matmuls": "compare's explanation of a grown matmul "
+                                       "(tests/test_attribution_e2e.py prints it)",
+    "Similar sync/iree/ln_linear_gelu": "compare's explanation of a fusion change "
+                                        "(tests/test_attribution_e2e.py prints it)",
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).

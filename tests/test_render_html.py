@@ -11,8 +11,10 @@ import pytest
 
 from tests.render_data import (
     PEAK,
+    find,
     iree_report,
     torch_report,
+    with_kernels,
     with_synthetic_verdicts,
     with_training,
 )
@@ -176,3 +178,44 @@ def test_failed_degraded_and_unsupported_rows_say_so_in_words(synthetic, trainin
     assert "<h3>Unsupported (7)</h3>" in text
     assert ("<li>the IREE backend benchmarks inference only (1): "
             "<code>host/iree/linear-64x64x64-f32-train/baseline</code></li>") in text
+
+
+def test_where_the_time_goes_has_a_bar_and_the_top_kernels_per_profiled_case():
+    report = with_kernels(iree_report())
+    text = html.render(report, PEAK)
+    part = text.split('<h2 id="kernels">', 1)[1].split('<h2 id="latency">', 1)[0]
+    cases = re.findall(r'<div class="kcase" data-case="([^"]+)">', part)
+    assert sorted(cases) == sorted(x["id"] for x in report["cases"] if x["kernels"])
+    assert len(parse(text).rows) == len(report["cases"])  # the case table is unchanged
+    gelu = part.split('data-case="host/iree/ln_linear_relu-16x32x64-f32/baseline"', 1)[1]
+    gelu = gelu.split('<div class="kcase"', 1)[0]
+    rows = find(report, "host/iree/ln_linear_relu-16x32x64-f32/baseline")["kernels"]["rows"]
+    widths = re.findall(r'class="kseg" style="width: ([0-9.]+)%; background: (#\w+)"', gelu)
+    assert [float(w) for w, _ in widths] == pytest.approx([100 * r["share"] for r in rows],
+                                                          abs=1e-4)
+    # Each kernel's list swatch has its segment's colour; the list says what the bar does.
+    assert re.findall(r'class="swatch" style="background: (#\w+)"', gelu) == \
+        [colour for _, colour in widths]
+    assert f'title="{rows[0]["name"]}: {100 * rows[0]["share"]:.1f} %, ' in gelu
+    # The rest is one grey segment; compile-only and failed profiles have no bar.
+    tb = part.split('data-case="host/iree/linear-64x128x64-f32/baseline"', 1)[1]
+    tb = tb.split('<div class="kcase"', 1)[0]
+    assert tb.count('class="kseg"') == 7 and '; background: #bbbbbb" title="(5 others): ' in tb
+    assert '<li class="more">+8 more (39.0 %)</li>' in tb
+    for quiet in ("gpu/iree/ln_linear_gelu-128x256x256-f32/baseline",
+                  "generic/iree/linear-64x32x32-f32/baseline"):
+        assert 'class="kbar"' not in part.split(f'data-case="{quiet}"', 1)[1].split(
+            '<div class="kcase"', 1)[0]
+    assert "no profile (the case's time stands): profiling (dispatch-events) failed" in part
+    assert "&lt;dispatch-events&gt; | not supported" in part  # escaped, not markup
+    assert "No case was profiled" in html.render(iree_report(), PEAK)
+
+
+def test_kernel_colours_follow_the_name_and_differ_within_a_bar():
+    names = [f"main$async_dispatch_{i}_matmul" for i in range(html.BAR_SEGMENTS)]
+    colours = html.kernel_colours(names)
+    assert len(set(colours.values())) == len(names)
+    assert colours == html.kernel_colours(names)  # the same in every run
+    # The largest kernel always gets the colour its name picks.
+    assert colours[names[0]] == html.kernel_colours([names[0]])[names[0]]
+    assert html.OTHERS_COLOUR not in html.PALETTE

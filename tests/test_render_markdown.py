@@ -9,6 +9,7 @@ from tests.render_data import (
     find,
     iree_report,
     torch_report,
+    with_kernels,
     with_synthetic_verdicts,
     with_training,
 )
@@ -148,3 +149,44 @@ def test_an_unsupported_reason_is_text_not_markup():
     summary = markdown.render(report).split("## Coverage", 1)[0]
     assert "- needs &lt;img src=x onerror=alert(1)> \\| a &amp; b (1): " in summary
     assert "<img" not in summary
+
+
+def kernels_part(text: str) -> str:
+    return text.split("## Where the time goes", 1)[1].split("## Models passing", 1)[0]
+
+
+def test_where_the_time_goes_lists_each_profiled_cases_top_kernels():
+    report = with_kernels(iree_report())
+    part = kernels_part(markdown.render(report))
+    items = re.findall(r"^- `([^`]+)`", part, flags=re.M)
+    profiled = [x["id"] for x in report["cases"] if x["kernels"]]
+    assert sorted(items) == sorted(profiled) and len(items) == 4  # the rest: not profiled
+    gelu = part.split("`host/iree/ln_linear_relu-16x32x64-f32/baseline`", 1)[1]
+    gelu = gelu.split("\n- ", 1)[0]
+    total = find(report, "host/iree/ln_linear_relu-16x32x64-f32/baseline")["kernels"]
+    matmul = total["rows"][0]
+    assert gelu.startswith(f": iree-profile (host-execution), 5 calls, "
+                           f"{total['total_ms'] / 5:.3g} ms per call\n")
+    assert (f"  - `main$async_dispatch_2_matmul_128x256x256_f32`: "
+            f"{100 * matmul['share']:.1f} %, {matmul['total_ms'] / 5:.3g} ms per call, "
+            "1× per call") in gelu
+    assert gelu.count("\n  - ") == 3 and "more" not in gelu  # its three, nothing more
+    # Eleven dispatches: three listed, then the count and share of the rest.
+    block = part.split("`host/iree/linear-64x128x64-f32/baseline`", 1)[1].split("\n- ", 1)[0]
+    assert block.count("\n  - `main$") == 3 and re.search(r"\n  - \+8 more \(39\.0 %\)", block)
+    # Compile-only: the compiler's dispatches without times; a failure: its reason.
+    gpu = part.split("`gpu/iree/ln_linear_gelu-128x256x256-f32/baseline`", 1)[1]
+    assert gpu.split("\n- ", 1)[0].count(": 1 dispatch site") == 3 and " ms " not in \
+        gpu.split("\n- ", 1)[0]
+    assert ("- `generic/iree/linear-64x32x32-f32/baseline`: no profile (the case's time "
+            "stands): profiling (dispatch-events) failed: ") in part
+    assert "mode &lt;dispatch-events> \\| not supported" in part  # text, not markup
+    torch = kernels_part(markdown.render(with_kernels(torch_report())))
+    assert "  - `aten::addmm`: 70.1 %, " in torch and "\n  - +5 more (14.7 %)" in torch
+
+
+def test_kernel_names_are_code_spans_that_show_as_written():
+    assert markdown.code("main$async_dispatch_0 <x> | a*b*") == \
+        "`main$async_dispatch_0 <x> | a*b*`"
+    assert markdown.code("a`b") == "``a`b``" and markdown.code("`a") == "`` `a ``"
+    assert "No case was profiled" in kernels_part(markdown.render(iree_report()))

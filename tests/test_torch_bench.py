@@ -159,6 +159,11 @@ def test_a_batch_writes_one_record_per_case(tmp_path):
         assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
         assert len(rec["timing"]["invocation_medians_ms"]) == 2
         assert rec["timing"]["first_run_ms"] > 0 and rec["accuracy"]["pcc"] > 0.9999
+        # The characterize pass's per-op profile (tests/test_kernels_torch.py), apart from
+        # `profile`, torchao's trace files, which this suite does not ask for.
+        assert rec["kernels"]["source"] == "torch.profiler" and rec["kernels"]["calls"] == 10
+        assert "aten::mm" in {r["name"] for r in rec["kernels"]["rows"]}
+        assert rec["profile"] is None
 
 
 @pytest.mark.tool

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
                     extra=args.snakemake_args, allow_inconclusive=args.allow_inconclusive)
     for row in gated.rows:
         print(line(row))
+        for text in ab_render.why_lines(row):
+            print(f"  {text}")
     for text in gated.lines:
         print(text)
     return EXIT_CODES[gated.outcome]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from workflow.records import schemas
 
 # 1.1: IREE rows say their rounds' invocation settings (`invocation`), every row what
-# would decide it when inconclusive (`to_decide`).
+# would decide it when inconclusive (`to_decide`); optional, added alike without a bump
+# (issue 25): IREE rows' `kernels` and `attribution`.
 SCHEMA_VERSION = "1.1"
 
 

@@ -20,7 +20,8 @@ from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
 SCHEMA_VERSION = "1.2"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
-# 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy)
+# 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
+# kernels (per dispatch or op), provenance.model_sources (the model's files by digest)
 
 
 @cache
@@ -95,7 +96,7 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
 
 # Which sections of a case record each stage's data fills. IREE's compile stage data is
 # the compile section itself; every other stage carries its sections by name.
-SECTIONS = ("graph", "compile", "timing", "memory", "accuracy", "profile")
+SECTIONS = ("graph", "compile", "timing", "memory", "accuracy", "profile", "kernels")
 
 
 # The sections a stage measures, which a stage not run (no-device) leaves unmeasured.
@@ -145,6 +146,10 @@ def assemble(identity: dict, results: list[StageResult], provenance: dict) -> di
         if r.stage == "compile":
             sections["compile"] = section("compile", r.data)
         for name in SECTIONS:
+            # A compile's kernels (its dispatch list, no times) only for a case that was
+            # compiled only: a case that ran has its profile's, or none.
+            if name == "kernels" and r.stage == "compile" and status != Status.COMPILE_ONLY:
+                continue
             if r.data.get(name) is not None:
                 sections[name] = section(name, r.data[name])
         flops = r.data.get("flops", flops)

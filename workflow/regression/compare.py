@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from workflow.regression.explain import explain
 from workflow.render.common import md_text
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.verdict import GoldenRef, Settings, time_verdict
@@ -30,6 +31,12 @@ class Row:
     p_value: float | None
     section: str
     note: str = ""  # dispatch or size changes, noisy data
+    # Why (regression/explain.py): the structured attribution, its lines and the
+    # provenance diff; for a Similar row only when its dispatch set changed.
+    attribution: dict | None = None
+    why: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    what_changed: str = ""  # the line said under the row (regression/explain.py)
 
     @property
     def change(self) -> float:
@@ -85,8 +92,8 @@ def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
         note = _note(b, n)
         if tv.verdict == Verdict.INCONCLUSIVE:
             note = ", ".join(x for x in (note, Verdict.INCONCLUSIVE) if x)
-        rows.append(Row(cid, b["timing"]["median_ms"], n["timing"]["median_ms"], tv.ratio,
-                        tv.p_value, section, note))
+        rows.append(_explained(Row(cid, b["timing"]["median_ms"], n["timing"]["median_ms"],
+                                   tv.ratio, tv.p_value, section, note), b, n, base, new))
     sections = {
         REGRESSED: sorted((r for r in rows if r.section == REGRESSED), key=lambda r: -r.ratio),
         IMPROVED: sorted((r for r in rows if r.section == IMPROVED), key=lambda r: r.ratio),
@@ -97,6 +104,20 @@ def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
     return {"settings": asdict(settings), "sections": sections, "unmatched": unmatched,
             "geomean_ratio": geomean, "compared": len(rows),
             "base": _about(base), "new": _about(new)}
+
+
+def _explained(row: Row, b: dict, n: dict, base: dict, new: dict) -> Row:
+    """The row with its explanation: the dispatches or ops behind a regression or an
+    improvement (the medians as totals; the verdict's test already put the change beyond
+    noise, so noise_ms is 0) and what differs in provenance. A Similar row keeps one only
+    when its dispatch set changed (a fusion change is worth naming even when the timer
+    cannot see it), the times then undivided."""
+    e = explain(b, n, row.base_ms, row.new_ms, decided=row.section != SIMILAR,
+                base_report=base.get("provenance"), new_report=new.get("provenance"))
+    if row.section == SIMILAR and not e["structural"]:
+        return row
+    return replace(row, attribution=e["attribution"], why=tuple(e["lines"]),
+                   changed=tuple(e["changed"]), what_changed=e["what_changed"])
 
 
 def _about(report: dict) -> dict:
@@ -141,6 +162,7 @@ def to_markdown(result: dict) -> str:
             out += ["<details><summary>show</summary>", "", *table, "", "</details>", ""]
         else:
             out += [*table, ""]
+        out += _why_markdown(rows)
     g = result["geomean_ratio"]
     out += ["### Summary", "", "| | ratio new / base |", "|---|---|",
             f"| **geometric mean ({result['compared']} cases)** | "
@@ -152,8 +174,21 @@ def to_markdown(result: dict) -> str:
     return "\n".join(out)
 
 
+def _why_markdown(rows: list[Row]) -> list[str]:
+    """Under a section's table, per explained row: the dispatches or ops behind it and
+    what changed between the two sides (a diff), as text."""
+    out = []
+    for r in (r for r in rows if r.why or r.changed):
+        out.append(f"**`{md_text(r.id)}`** {r.change:+.1%}:")
+        out += [f"- {md_text(line)}" for line in r.why]
+        out.append(f"- {md_text(r.what_changed)}")
+        out.append("")
+    return out
+
+
 def to_json(result: dict) -> dict:
     return {**result,
-            "sections": {name: [{**asdict(r), "change": r.change} for r in rows]
+            "sections": {name: [{**asdict(r), "why": list(r.why), "changed": list(r.changed),
+                                 "change": r.change} for r in rows]
                          for name, rows in result["sections"].items()},
             "unmatched": [{"id": cid, "why": why} for cid, why in result["unmatched"]]}

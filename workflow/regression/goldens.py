@@ -18,6 +18,7 @@ from pathlib import Path
 from workflow.benchfile import goldens as file_goldens
 from workflow.errors import ConfigError
 from workflow.records import schemas
+from workflow.records.provenance_diff import TRANSIENT
 from workflow.records.schemas import schema_problems
 from workflow.records.storage import read_json_file, write_json
 from workflow.stats import summary as stats
@@ -25,7 +26,9 @@ from workflow.stats.enums import Status
 from workflow.stats.verdict import GoldenRef
 
 KIND = "benchflow-goldens"
-SCHEMA_VERSION = "1.0"
+# 1.1: an entry may hold `explain` (the blessed case's kernels, compile flags and
+# provenance), so that `check` names the dispatches behind a regression.
+SCHEMA_VERSION = "1.1"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 
 
@@ -191,7 +194,22 @@ def entry_from_case(case: dict, report: dict, report_path: str, granularity: int
         "runs": len(earlier) + 1,
         "host": (prov.get("host") or {}).get("name"),
         "versions": prov.get("versions") or {},
+        "explain": explain_fields(case, prov),
     }
+
+
+def explain_fields(case: dict, report_provenance: dict) -> dict:
+    """What `check` needs of the blessed side to explain a later change
+    (regression/explain.against_golden): the case's kernels (a few dozen rows at most),
+    compile flags and version, provenance (less the per-run facts), and the host."""
+    comp = case.get("compile") or {}
+    host = report_provenance.get("host") or {}
+    return {"kernels": case.get("kernels"),
+            "compile": {"flags": comp.get("flags"),
+                        "compiler_version": comp.get("compiler_version")},
+            "provenance": {k: v for k, v in (case.get("provenance") or {}).items()
+                           if k not in TRANSIENT},
+            "host": {"cpu_model": host.get("cpu_model"), "cores": host.get("cores")}}
 
 
 @dataclass
@@ -227,6 +245,7 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
                  and b[case["id"]]["status"] == Status.OK and b[case["id"]].get("timing")]
         new = entry_from_case(case, report, report_path, granularity, now, prior)
         plan.files[path]["cases"][case["id"]] = new
+        plan.files[path]["schema_version"] = SCHEMA_VERSION  # entries of 1.1 now
         plan.changes.append((path, case["id"], old, new))
     for data in plan.files.values():
         data["cases"] = dict(sorted(data["cases"].items()))

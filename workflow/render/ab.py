@@ -75,12 +75,29 @@ def _cells(row: dict) -> list[str]:
             f"×{row['mde']:.3f}" if row.get("mde") else "—"]
 
 
+def why_lines(row: dict) -> list[str]:
+    """Under a row: the dispatches behind its change (said for a regression or an
+    improvement, or when the dispatch set changed) and what differs between the two
+    SKUs; nothing for a row without profiles (stages/ab.row_attribution)."""
+    e = row.get("attribution")
+    decided = row["verdict"] in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
+    if not e or not (decided or e["structural"]):
+        return []
+    return [*e["lines"], e["what_changed"]]
+
+
 def markdown(doc: dict) -> str:
     rows = [_cells(r) for r in doc["pairs"]]
     lines = ["", "## A/B comparisons (interleaved)", "", EXPLANATION, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     # Every cell as text (a failed row's error may carry markup): HTML and pipes escaped.
     lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
+    for r in doc["pairs"]:
+        why = why_lines(r)
+        if why:
+            lines += ["", f"**{md_text(r['base'])} → {md_text(r['new'])}, "
+                          f"{md_text(workload_cell(r))}** ({r['verdict']}):",
+                      *(f"- {md_text(w)}" for w in why)]
     return "\n".join(lines) + "\n"
 
 

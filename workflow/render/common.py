@@ -8,6 +8,7 @@ are the record's own, computed once at aggregation by workflow.stats.speedup).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -387,3 +388,90 @@ def counts(cases: list[dict]) -> dict[str, int]:
     for case in cases:
         out[status(case)] += 1
     return out
+
+
+# --- where a case's time goes: its profile's kernels (issue 25) ------------------------
+
+# The record's row that sums the kernels past the kept ones (report.schema.json, kernels).
+_OTHERS = re.compile(r"\((\d+) others\)")
+
+
+@dataclass(frozen=True)
+class TopKernels:
+    """A case's top dispatches or ops for a reader: `rows` the `n` largest (the record's
+    rows, largest first, each with `ms_per_call` and `per_call` added where its times
+    and the profile's calls are known), `more` how many kernels are past them and
+    `more_share` their part of the time (None when compile-only or unknown)."""
+
+    source: str
+    mode: str | None
+    calls: int | None
+    ms_per_call: float | None
+    rows: list[dict]
+    more: int
+    more_share: float | None
+    error: str | None
+
+    @property
+    def compile_only(self) -> bool:
+        return self.calls is None
+
+
+def kernels(case: dict) -> dict | None:
+    """The case's kernels block; None when it was not profiled."""
+    return case.get("kernels") or None
+
+
+def top_kernels(case: dict, n: int) -> TopKernels | None:
+    """The `n` largest kernels of the case's profile (`TopKernels`); None when the case
+    was not profiled. A block whose tool failed has no rows and says why in `error`."""
+    block = kernels(case)
+    if block is None:
+        return None
+    calls = block.get("calls")
+    named, others = [], 0
+    for row in block.get("rows") or []:
+        found = _OTHERS.fullmatch(row["name"])
+        if found:
+            others += int(found.group(1))
+        else:
+            named.append(row)
+    shown = [{**row, "ms_per_call": ratio(row.get("total_ms"), calls),
+              "per_call": ratio(row.get("count"), calls)} for row in named[:n]]
+    shares = [row.get("share") for row in shown]
+    more = len(named) - len(shown) + others
+    more_share = max(0.0, 1.0 - sum(shares)) if more and None not in shares else None
+    return TopKernels(source=block["source"], mode=block.get("mode"), calls=calls,
+                      ms_per_call=ratio(block.get("total_ms"), calls), rows=shown,
+                      more=more, more_share=more_share, error=block.get("error"))
+
+
+def kernels_text(top: TopKernels) -> str:
+    """What the profile is, on one line: 'iree-profile (host-execution), 5 calls, 1.79 ms
+    per call' or "iree-compile's dispatch list (compile-only: no times)"."""
+    if top.compile_only:
+        return f"{top.source}'s dispatch list (compile-only: no times)"
+    what = f"{top.source} ({top.mode})" if top.mode else top.source
+    return (f"{what}, {top.calls} calls"
+            + (f", {fmt(top.ms_per_call, '.3g')} ms per call" if top.ms_per_call else ""))
+
+
+def kernel_text(row: dict) -> str:
+    """A kernel's figures after its name: '86.4 %, 0.308 ms per call, 1× per call' (its
+    share of the profile's time, its time and how often it runs per call of the entry
+    function), or, compile-only, '1 dispatch site'."""
+    if row.get("per_call") is None:  # compile-only: the compiler's dispatch sites
+        count = row.get("count")
+        return "" if count is None else f"{count} dispatch site{'s' * (count != 1)}"
+    share = "—" if row.get("share") is None else f"{100 * row['share']:.1f} %"
+    return (f"{share}, {fmt(row.get('ms_per_call'), '.3g')} ms per call, "
+            f"{fmt(row['per_call'], '.3g')}× per call")
+
+
+def short_name(name: str, limit: int = 72) -> str:
+    """A long kernel name shortened in the middle (its head, e.g. the dispatch number,
+    and its tail, e.g. the shape and type, kept); the record has it whole."""
+    if len(name) <= limit:
+        return name
+    head = (limit - 1) * 2 // 5  # the tail, the op, its shape and types, says more
+    return name[:head] + "…" + name[len(name) - (limit - 1 - head):]

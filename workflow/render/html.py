@@ -1,10 +1,13 @@
 """results/report.html: one self-contained page (inline CSS, JS and PNG data URIs; nothing
 loaded from the network): summary with regressions first, a sortable and filterable table
 with one row per case, latency with intervals, M x K heatmaps of shape sweeps, and the
-GEMM-like cases' achieved GFLOP/s against the machine's measured peak. This module
+GEMM-like cases' achieved GFLOP/s against the machine's measured peak, and where each
+profiled case's time goes (a stacked bar of its kernels' shares, its top ones). This module
 computes the values; templates/report.html.j2 lays them out (escaped: `templating`)."""
 
 from __future__ import annotations
+
+import zlib
 
 from workflow.render import common as c
 from workflow.render import plots, templating
@@ -116,6 +119,66 @@ def attention(cases: list[dict]) -> list[tuple[str, str]]:
     return items
 
 
+# A profile's stacked bar: its largest kernels in colour, the rest one grey segment; and
+# the list under it, the few a reader acts on (report.md lists as many).
+BAR_SEGMENTS = 8
+LISTED = 3
+# Tableau 10 without its grey, which is the rest's.
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#2f4b7c")
+OTHERS_COLOUR = "#bbbbbb"
+
+
+def kernel_colours(names: list[str]) -> dict[str, str]:
+    """Each of a bar's kernels, largest first, its colour: the one its name picks (crc32,
+    the same in every run, so a dispatch mostly keeps its colour across cases), or the
+    next one free in this bar when a larger kernel took it, so that neighbours differ."""
+    out: dict[str, str] = {}
+    for name in names:
+        pick = zlib.crc32(name.encode()) % len(PALETTE)
+        taken = set(out.values())
+        free = [PALETTE[(pick + i) % len(PALETTE)] for i in range(len(PALETTE))]
+        out[name] = next((colour for colour in free if colour not in taken), free[0])
+    return out
+
+
+def _segment(name: str, share: float, colour: str, title: str) -> dict:
+    return {"name": name, "share": repr(share), "width": f"{100 * share:.4f}",
+            "colour": colour, "title": title}
+
+
+def kernel_bar(top: c.TopKernels) -> list[dict]:
+    """The segments of a profile's stacked bar: each kernel's share of the profile's time
+    (a compile-only or zero-time profile has none), the rest one grey '(N others)'."""
+    colours = kernel_colours([row["name"] for row in top.rows])
+    segments = [_segment(row["name"], row["share"], colours[row["name"]],
+                         f"{row['name']}: {c.kernel_text(row)}")
+                for row in top.rows if row.get("share")]
+    if top.more and top.more_share:
+        name = f"({top.more} others)"
+        segments.append(_segment(name, top.more_share, OTHERS_COLOUR,
+                                 f"{name}: {100 * top.more_share:.1f} %"))
+    return segments
+
+
+def kernel_profiles(cases: list[dict]) -> list[dict]:
+    """Each profiled case, regressions first: what profiled it, its bar, its top kernels
+    (full name, shortened name, colour, figures) and how many more; or why it has none."""
+    out = []
+    for x in c.ordered(cases):
+        bar, listed = c.top_kernels(x, BAR_SEGMENTS), c.top_kernels(x, LISTED)
+        if bar is None:
+            continue
+        colours = kernel_colours([row["name"] for row in bar.rows])
+        out.append({"id": x["id"], "error": bar.error, "what": c.kernels_text(bar),
+                    "segments": [] if bar.error else kernel_bar(bar),
+                    "top": [{"name": row["name"], "short": c.short_name(row["name"]),
+                             "colour": colours[row["name"]],
+                             "text": c.kernel_text(row)} for row in listed.rows],
+                    "more": listed.more, "more_share": listed.more_share})
+    return out
+
+
 def meta(report: dict, peak: dict | None) -> list[tuple[str, str]]:
     """(name, value) of the page's header: where, when and with what it was measured."""
     prov = report.get("provenance", {})
@@ -160,6 +223,8 @@ def render(report: dict, peak: dict | None = None) -> str:
         header=header,
         rows=rows,
         heatmaps=heatmaps,
+        kernels=kernel_profiles(cases),
+        listed=LISTED,
         latency=plots.latency(c.ordered(cases)),
         gemm=plots.gemm_throughput(c.ordered(cases), peak),
         peak=peak,

@@ -1,6 +1,7 @@
 """results/report.md: a coverage table in the style of pytorch2.0_ttnn's README, the
-regressions and failures above it, what each column means, models passing per backend
-and an aten op table per model. Filled into templates/report.md.tmpl."""
+regressions and failures above it, what each column means, where each profiled case's
+time goes (its top dispatches or ops), models passing per backend and an aten op table
+per model. Filled into templates/report.md.tmpl."""
 
 from __future__ import annotations
 
@@ -172,6 +173,46 @@ def disturbed_section(cases: list[dict]) -> str:
             "machine:\n\n" + "\n".join(lines))
 
 
+# Kernels listed per profiled case: the few a reader acts on, the rest counted.
+TOP_KERNELS = 3
+
+
+def code(text: str) -> str:
+    """A code span showing `text` as written: Markdown reads nothing inside one (no HTML,
+    no emphasis, no GitHub math between the `$` of two IREE dispatch names), so a
+    kernel name needs no escaping but its backticks, which a longer fence encloses."""
+    text = " ".join(str(text).splitlines())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def kernels_lines(case: dict, top: c.TopKernels) -> str:
+    """A profiled case's list item: what profiled it, then its top kernels, each with its
+    share, time and runs per call (or its dispatch sites, compile-only), then how many
+    more; a profiling failure says why."""
+    head = f"- `{case['id']}`: "
+    if top.error:
+        return head + f"no profile (the case's time stands): {cell(top.error)}"
+    lines = [head + cell(c.kernels_text(top))]
+    for row in top.rows:
+        figures = c.kernel_text(row)
+        lines.append(f"  - {code(c.short_name(row['name']))}"
+                     + (f": {cell(figures)}" if figures else ""))
+    if top.more:
+        share = "" if top.more_share is None else f" ({100 * top.more_share:.1f} %)"
+        lines.append(f"  - +{top.more} more{share}")
+    return "\n".join(lines)
+
+
+def kernels_section(cases: list[dict]) -> str:
+    """Where the time goes: every profiled case (regressions first), its top kernels."""
+    found = [(x, c.top_kernels(x, TOP_KERNELS)) for x in c.ordered(cases)]
+    lines = [kernels_lines(x, top) for x, top in found if top is not None]
+    return "\n".join(lines) or ("No case was profiled (`measurement.profile` off, or no "
+                                "case ran).")
+
+
 def counts_line(cases: list[dict]) -> str:
     n = c.counts(cases)
     shown = ", ".join(f"{n[k]} {c.SYMBOLS[k]} {k}" for k in c.SYMBOLS
@@ -277,6 +318,8 @@ def render(report: dict, source: str = "results/report.json") -> str:
         attention=attention(c.ordered(cases)),
         coverage_table=table(header, [coverage_row(x, index) for x in c.ordered(cases)]),
         explanation="\n".join(f"**{name}**: {text}  " for name, text in COLUMNS),
+        kernels=kernels_section(cases),
+        top_kernels=TOP_KERNELS,
         passing_table=passing_table(cases),
         op_tables=op_tables(cases),
     )

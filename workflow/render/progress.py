@@ -105,7 +105,7 @@ def eta_event(done: int, total: int, left: dict[str, dict]) -> dict:
 
 _BASIS_TEXT = {"rule": "this run's jobs of the same rule",
                "plan": "the planned runtime (earlier records of the same cases)",
-               "run": "this run's mean job"}
+               "run": "this run's mean job of the same kind"}
 
 
 def eta_text(event: dict) -> str:
@@ -115,7 +115,7 @@ def eta_text(event: dict) -> str:
     if left <= 0:
         return f"ETA: done ({head})"
     if not event["jobs_estimated"]:
-        return f"ETA: unknown yet ({head}; {left} left, no job finished yet)"
+        return f"ETA: unknown yet ({head}; {left} left, none of their kind finished yet)"
     parts = [f"{n} from {_BASIS_TEXT[b]}" for b, n in event["basis"].items()]
     if event["jobs_unestimated"]:
         parts.append(f"{event['jobs_unestimated']} not estimated yet")

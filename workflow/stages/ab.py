@@ -13,6 +13,7 @@ the round or seconds budget is spent, without inflating the false-alarm rate.
 from __future__ import annotations
 
 import random
+import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,9 @@ from workflow.measure.plans import ab_plan
 from workflow.measure.protocol import Observation
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
+from workflow.regression.explain import explain, interval_noise_ms
 from workflow.stages.iree import _benchmark, compile_module, export, iree_invocation, sku_tool
+from workflow.stages.kernels import profiled_kernels
 from workflow.stats.enums import ABVerdict, Status
 
 
@@ -129,11 +132,48 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, 
                 _invocation(argvs[base], timeout, log, skus[base]["measurement"], seed),
                 _invocation(argvs[new], timeout, log, skus[new]["measurement"], seed + 1),
                 ab_plan(ab), budget_s=ab["budget_s"], seed=seed, max_retakes=ab["max_retakes"])
+            profiles = _profiles(argvs, base, new, skus, timeout, log)
         except StageError as exc:
             return _failed(row, exc.stage, exc.message, out)
     result = {**row, **measured, "commands": argvs, "invocation": invocation}
+    if profiles is not None:
+        result.update(kernels=profiles, attribution=row_attribution(result, profiles, skus))
     write_json(out, result)
     return result
+
+
+def _profiles(argvs: dict, base: str, new: str, skus: dict, timeout: float,
+              log: str) -> dict | None:
+    """{"base": kernels, "new": kernels} after the rounds (never timed): one profiling
+    invocation of each side's round argv with its SKU's measurement.profile_calls, in the
+    case record's shape (stages/kernels.py; a tool's failure is the side's `error`, never
+    the row's). None when either SKU has measurement.profile false (a one-sided profile
+    explains nothing)."""
+    m = {sku: skus[sku]["measurement"] for sku in (base, new)}
+    if not all(x["profile"] for x in m.values()):
+        return None
+    return {side: profiled_kernels(argvs[sku], m[sku], timeout, log)
+            for side, sku in (("base", base), ("new", new))}
+
+
+def row_attribution(row: dict, profiles: dict, skus: dict) -> dict:
+    """The row's explanation (regression/explain.py). Totals: the median of the base
+    side's round times, and that x the row's ratio for the new side, so that the
+    attribution's total change is the change the row measured (the ratio is the median
+    of the per-round ratios, not the ratio of the two sides' medians); noise: what the
+    row's interval leaves open. What changed: the two SKUs' compile flags, devices and
+    tools."""
+    base_ms = statistics.median(row["base_ms"])
+    ci = row.get("ci95") or row.get("ci")
+    decided = row["verdict"] in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
+    sides = {side: {"sku": row[side], "kernels": profiles[side],
+                    "compile": {"flags": iree.compile_flags(skus[row[side]])},
+                    "provenance": {"iree_device": skus[row[side]]["iree"]["device"],
+                                   "benchmark_tool": row["commands"][row[side]][0]}}
+             for side in ("base", "new")}
+    return explain(sides["base"], sides["new"], base_ms, base_ms * row["ratio"],
+                   decided=decided,
+                   noise_ms=interval_noise_ms(base_ms, row["ratio"], ci))
 
 
 def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str) -> dict:

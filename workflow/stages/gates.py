@@ -20,7 +20,7 @@ from workflow.errors import ConfigError
 from workflow.paths import AB
 from workflow.records.report import read_report
 from workflow.records.storage import read_json_file
-from workflow.regression import gate
+from workflow.regression import explain, gate
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict, Status, Verdict
 
@@ -58,7 +58,9 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)
     lines = [r.line() for r in remeasured]
-    lines += [f"REGRESSED {f.line()}" for f in a.regressed]
+    why = explain.finding_lines(report, a.regressed, goldens)
+    for f in a.regressed:
+        lines += [f"REGRESSED {f.line()}", *why.get(f.case_id, [])]
     lines += [f"COULD NOT JUDGE {nj.line()}" for nj in a.unjudged]
     lines += [f"NOT JUDGED {nj.line()} (counted as ok: {HINTS.get(nj.kind, nj.kind)})"
               for nj in a.not_judged]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from workflow.backends.iree import tools as iree
+from workflow.backends.iree.profile import compile_statistics
 from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.errors import StageError
 from workflow.measure.disturbance import Probe
@@ -34,6 +35,7 @@ from workflow.records.stage import StageResult
 from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
 from workflow.stages import keys
 from workflow.stages.cases import write_case
+from workflow.stages.kernels import compiled_kernels, profiled_kernels
 from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
 from workflow.stats.accuracy import compare
@@ -116,7 +118,7 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
         nonlocal flags
         flags = flags if flags is not None else iree.compile_flags(sku)
         with tempfile.TemporaryDirectory() as tmp:
-            stats_file = Path(tmp) / "statistics.json"
+            stats_file = Path(tmp) / "statistics.csv"
             argv = iree.compile_argv(sku_tool(sku, "compile_tool"), mlir, vmfb, flags,
                                      str(stats_file))
             t0 = time.monotonic()
@@ -124,13 +126,17 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
             seconds = time.monotonic() - t0
             # The tool's file: its bytes decoded with replacement, its shape checked.
             try:
-                counts = iree.parse_compile_statistics(
+                stats = compile_statistics(
                     stats_file.read_text(encoding="utf-8", errors="replace"))
             except (OSError, ValueError) as exc:
                 raise StageError("compile", f"unreadable iree-compile statistics: {exc}"
                                  ) from None
+        # `kernels`: the dispatch list a compile-only case keeps (records/case.assemble).
         return {"seconds": seconds, "binary_bytes": os.path.getsize(vmfb), "flags": flags,
-                "compiler_version": sku_compiler_version(sku, log), **counts}
+                "compiler_version": sku_compiler_version(sku, log),
+                "dispatch_count": stats["dispatch_count"],
+                "executable_count": stats["executable_count"],
+                "kernels": compiled_kernels(stats, sku["measurement"])}
 
     return run_stage("compile", meta, [vmfb], [export_meta] if export_meta else [], body)
 
@@ -167,7 +173,8 @@ def _benchmark(argv: list[str], timeout: float, log: str,
 
 def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku: dict,
              timeout: float, timing: str, log: str, gate: dict | None = None) -> StageResult:
-    """Times a module with iree-benchmark-module, one fresh process per invocation."""
+    """Times a module with iree-benchmark-module, one fresh process per invocation, then
+    profiles it once (its `kernels`, never part of the timing)."""
     m = sku["measurement"]
 
     def body():
@@ -175,8 +182,10 @@ def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku
         tool = sku_tool(sku, "benchmark_tool")
         with tempfile.TemporaryDirectory() as tmp:
             args = iree.write_input_files(inputs, dtypes, Path(tmp))
-            return measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
-                           m, timeout, log, gate, seed=vmfb)
+            out = measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
+                          m, timeout, log, gate, seed=vmfb)
+            # After the timing, apart from it (stages/kernels.py): the inputs still exist.
+            return {**out, "kernels": profiled_kernels(out["command"], m, timeout, log)}
 
     return run_stage("run", timing, [], [compile_meta], body)
 
@@ -207,6 +216,7 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     randomization's (the case's id: reproducible). With the suite's `goldens` settings
     (`gate`), the timing also holds the minimum detectable effect of the golden gate
     (mde_ratio)."""
+    start = time.monotonic()
     # The first call of a fresh process, without warm-up: one iteration.
     first = _benchmark(argv_for(repetitions=1, warmup_s=0, min_time="1x"), timeout, log)
     argv = argv_for(repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
@@ -236,6 +246,9 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     return {"timing": timing_stats, "memory": {"peak_bytes": peak, "kind": "rss"},
             "contexts": [r.context for r in runs],
             "command": argv, "runtime_version": iree.runtime_version(),
+            # Its wall time, first call included (against it, the profile's cost:
+            # tests/perf/profile_cost.py); the record has no field for it.
+            "measuring_s": time.monotonic() - start,
             # The SLURM job that measured (None outside SLURM): the case record is
             # written later, by a local rule, where no job id exists.
             "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
@@ -471,4 +484,6 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
     return write_case(case=case, identity=identity, sku=sku,
                       stages=[export_meta, compile_meta, timing, accuracy],
                       goldens=str(goldens) if goldens.exists() else None, gate=gate,
-                      provenance={"job_key": key})
+                      # The model's source files by digest: what `compare` names when
+                      # a model was edited between two runs (regression/explain.py).
+                      provenance={"job_key": key, "model_sources": keys.sources_of(spec)})

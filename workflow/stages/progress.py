@@ -125,16 +125,19 @@ class Progress:
         """Per rule: jobs not finished, and what one is expected to take: this run's
         mean for the rule; else, for a measuring rule, the planned runtime of its jobs
         started so far (the other rules' requests are caps, not estimates); else this
-        run's mean job."""
+        run's mean job of the same kind (measuring or not: a report step is not priced
+        like a batch that measures for minutes); else not estimated yet."""
         finished = {r: len(d) for r, d in self.durations.items()}
-        every = [s for d in self.durations.values() for s in d]
         left = {}
         for rule, count in self.planned.items():
             plans = [j["planned_s"] for j in self.jobs.values()
                      if j["rule"] == rule and j["planned_s"] is not None]
+            kind = rule in MEASURING_RULES
+            every = [s for r, d in self.durations.items() if (r in MEASURING_RULES) == kind
+                     for s in d]
             if rule in self.durations:
                 seconds, basis = sum(self.durations[rule]) / finished[rule], "rule"
-            elif plans and rule in MEASURING_RULES:
+            elif plans and kind:
                 seconds, basis = sum(plans) / len(plans), "plan"
             elif every:
                 seconds, basis = sum(every) / len(every), "run"

@@ -16,6 +16,7 @@ from workflow.backends.iree import tools as iree
 from workflow.benchfile.flags import compile_flags, data_files, run_spec
 from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
+from workflow.stages.kernels import profiled_kernels
 from workflow.stages.model import not_run, run_stage
 
 __all__ = ["compile_flags", "data_files", "run_benchmark_file", "run_files_argv", "run_spec",
@@ -38,7 +39,9 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
                                              run_sku, modules=list(modules), extra_flags=extra,
                                              **kw),
             spec["measurement"], timeout, log, seed=vmfb)
-        return {**out, "device": spec["device"]}
+        # After the timing, apart from it, as an IREE case's (stages/kernels.py).
+        return {**out, "device": spec["device"],
+                "kernels": profiled_kernels(out["command"], spec["measurement"], timeout, log)}
 
     upstream = [compile_meta, *module_metas]
     # Decided here, on the machine that would measure: no device, no run (compile-only).

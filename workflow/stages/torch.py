@@ -25,6 +25,7 @@ from workflow.measure.protocol import Measured, Observation, measure, timing_sec
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
 from workflow.records.storage import write_json
+from workflow.stages.keys import sources_of
 from workflow.stages.members import write_files_members
 from workflow.stats.enums import Status
 from workflow.stats.summary import median
@@ -129,8 +130,10 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     for case in cases:
         results = torch_results(char[case["id"]], measured.get(case["id"]), m,
                                 case["identity"]["compile_mode"])
+        # With the model's source files by digest, as an IREE case's (stages/iree.py).
         data = assemble(case["identity"], results,
-                        {**torch_provenance(sku, char[case["id"]]), **interpreter})
+                        {**torch_provenance(sku, char[case["id"]]), **interpreter,
+                         "model_sources": sources_of(case["workload"])})
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
@@ -161,7 +164,7 @@ def interpreter_provenance(python: str | None, log: str | None) -> dict:
 def torch_results(char: dict, measured: Measured | None, m: dict,
                   compile_mode: str | None) -> list[StageResult]:
     """A torch case's stage results for the one case assembler: `characterize` (graph,
-    accuracy, memory, profile, torch.compile's first call), then `run` (the timing
+    accuracy, memory, profile, kernels, torch.compile's first call), then `run` (the timing
     statistics of its invocations, measure/protocol.py's). Failures of either are
     recorded at stage `run`."""
     status = char.get("status")
@@ -170,7 +173,9 @@ def torch_results(char: dict, measured: Measured | None, m: dict,
     if status != Status.OK:
         return [StageResult("characterize", Status.FAILED, "run",
                             char.get("error", "unknown error"))]
-    data = {k: char[k] for k in ("graph", "accuracy", "memory", "profile", "flops")}
+    # `kernels`: the per-op profile (backends/torch/ops_profile.py), apart from `profile`,
+    # the Chrome trace and memory snapshot files torchao's settings ask for.
+    data = {k: char[k] for k in ("graph", "accuracy", "memory", "profile", "kernels", "flops")}
     if char.get("compile_seconds") is not None:
         data["compile"] = {"seconds": char["compile_seconds"], "dispatch_count": None,
                            "binary_bytes": None, "flags": [f"mode={compile_mode}"]}

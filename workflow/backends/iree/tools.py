@@ -257,28 +257,16 @@ def device_absent_reason(device: str, *, timeout: float = DEVICE_PROBE_TIMEOUT_S
     return None
 
 
+def statistics_flags(path: str) -> list[str]:
+    """iree-compile flags that write its statistics to `path` in the CSV format, which
+    profile.compile_statistics reads: the compiler writes one format per run, and only
+    the CSV one names the dispatch functions (the JSON one has the counts alone)."""
+    return ["--iree-scheduling-dump-statistics-format=csv",
+            f"--iree-scheduling-dump-statistics-file={path}"]
+
+
 def compile_argv(tool: str, mlir: str, vmfb: str, flags: list[str], stats_file: str) -> list[str]:
-    return [
-        tool, mlir, *flags,
-        "--iree-scheduling-dump-statistics-format=json",
-        f"--iree-scheduling-dump-statistics-file={stats_file}",
-        "-o", vmfb,
-    ]
-
-
-def parse_compile_statistics(text: str) -> dict:
-    """Dispatch and executable counts from --iree-scheduling-dump-statistics-format=json.
-
-    The file holds one object per stream aggregate; counts are summed over them. Text
-    that is not such a file raises ValueError (the tool's output, not our bug).
-    """
-    with _tool_output("iree-compile's statistics file"):
-        data = json.loads(text)
-        dispatches = executables = 0
-        for agg in data.values():
-            dispatches += int(agg.get("execution", {}).get("dispatch-count", 0))
-            executables += int(agg.get("executable", {}).get("executable-count", 0))
-    return {"dispatch_count": dispatches, "executable_count": executables}
+    return [tool, mlir, *flags, *statistics_flags(stats_file), "-o", vmfb]
 
 
 @contextlib.contextmanager

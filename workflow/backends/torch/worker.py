@@ -9,15 +9,14 @@ a torch A/B pair: one case, prepared once, timed block by block on request (`ser
 
 `characterize` runs once per batch: support checks, accuracy against the fp32 eager
 reference, SQNR against the unquantized module, graph statistics, compile time,
-first call, peak memory, profiler artifacts. `time` is one invocation of every case:
-warm-up, then torch.utils.benchmark's blocked_autorange (inference) or per-phase
-timings (training).
+first call, peak memory, profiler artifacts, the per-op profile (ops_profile.py). `time`
+is one invocation of every case: warm-up, then torch.utils.benchmark's blocked_autorange
+(inference) or per-phase timings (training).
 """
 
 from __future__ import annotations
 
 import faulthandler
-import inspect
 import json
 import statistics
 import sys
@@ -26,6 +25,7 @@ import traceback
 from pathlib import Path
 
 from workflow.backends.proc import protocol_channel
+from workflow.backends.torch.ops_profile import profile_ops, write_trace
 from workflow.backends.torch.recipes import (
     Device,
     apply,
@@ -233,6 +233,9 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
         accuracy = with_sqnr(accuracy, _sqnr_against_baseline(prepared, w, actual),
                              "baseline recipe", min_sqnr_db(recipe, plan["tolerances"]))
     profile = write_profiles(prepared, case, plan, w)
+    # The per-op profile (ops_profile.py): warm, apart from the timing's processes.
+    kernels = profile_ops(prepared.call, lambda: sync(device), plan["measurement"],
+                          cuda=device.kind == "cuda")
     # Last: torch._dynamo.explain resets Dynamo, so the compiled module is not called
     # again after it (the profiles above run it warm).
     graph = graph_stats_compiled(prepared)
@@ -240,7 +243,7 @@ def characterize(case: dict, backend: dict, plan: dict) -> dict:
         "status": Status.OK, "graph": graph, "accuracy": accuracy, "memory": memory,
         "first_run_ms": first_s * 1e3, "flops": prepared.flops,
         "compile_seconds": first_s if backend["kind"] == "inductor" else None,
-        "profile": profile, "device_capability": device.cuda_capability,
+        "profile": profile, "kernels": kernels, "device_capability": device.cuda_capability,
         **_gpu_details(device),
     }
 
@@ -315,25 +318,6 @@ def _gpu_details(device: Device) -> dict:
             "gpu_memory_bytes": int(props.total_memory)}
 
 
-def _write_trace(prepared: Prepared, path: Path) -> Path:
-    """A Chrome trace of three calls, written atomically (by torch, to the temporary file's
-    name): a full disk fails the case with `could not write PATH: REASON`. By torch's
-    Python exporter where it has one: kineto's C++ writer only logs a failed write."""
-    import torch
-
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if prepared.device.kind == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
-        for _ in range(3):
-            prepared.call()
-        sync(prepared.device)
-    python_export = "use_python_export" in inspect.signature(prof.export_chrome_trace).parameters
-    with atomic_writer(path) as fh:
-        prof.export_chrome_trace(fh.name, **({"use_python_export": True} if python_export else {}))
-    return path
-
-
 def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict | None:
     visualizer = w["memory_visualizer"]
     if not (w["profiler"] or w["memory_profiler"] or visualizer):
@@ -346,7 +330,9 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
     profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None,
                      "memory_visualization": None, "memory_visualization_status": None}
     if w["profiler"]:
-        profile["trace"] = str(_write_trace(prepared, out_dir / f"{stem}.trace.json"))
+        profile["trace"] = str(write_trace(prepared.call, lambda: sync(prepared.device),
+                                           out_dir / f"{stem}.trace.json",
+                                           cuda=prepared.device.kind == "cuda"))
     if w["memory_profiler"]:
         if prepared.device.kind == "cuda":
             torch.cuda.memory._record_memory_history(max_entries=100000)

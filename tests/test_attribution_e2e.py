@@ -1,0 +1,160 @@
+"""End-to-end (issue 25, "Done when"): two runs of one case id through Snakemake, then
+`benchflow compare` names the dispatches behind the change from the records' `kernels`.
+
+- a flag that changes fusion: ln_linear_gelu on a local-sync SKU, once with the default
+  flags and once with --iree-dispatch-creation-enable-aggressive-fusion (the same SKU
+  name, the suite changed between the runs: the same case id). Three dispatches become
+  two; from aggressive to default one is added. The time may move either way or not at
+  all, so compare names the added dispatch whatever the verdict (regression/explain.py:
+  a changed dispatch set is said even for a Similar row).
+- a workload whose one matmul grows: a user model (model_modules) whose second layer's
+  width is written into its source by the test, same model name and shape, so the same
+  case id; the grown matmul's dispatch is the row that explains most of the slowdown.
+
+Each run is one workdir; the two reports are compared as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
+from workflow.cli.main import main
+
+pytestmark = pytest.mark.e2e
+
+AGGRESSIVE = "--iree-dispatch-creation-enable-aggressive-fusion"
+# Four invocations: the fewest with which compare's Mann-Whitney on 4 vs 4 invocation
+# medians can reach p < 0.05 (1/70; 3 vs 3 cannot: 1/20).
+MEASURE = {**FAST_MEASUREMENT, "invocations": 4, "max_invocations": 4, "noisy_cv": 5.0,
+           "profile_calls": 5}
+
+
+def run(wd, workloads, flags=(), model_modules=()):
+    suite = {"suite_name": "attr",
+             "skus": {"sync": {"iree": {"target_cpu": "generic", "device": "local-sync",
+                                        "compile_flags": list(flags)},
+                               "measurement": dict(MEASURE)}},
+             "workloads": workloads, "model_modules": list(model_modules)}
+    wd.mkdir(exist_ok=True)
+    write_suite(wd / "suite.yaml", suite)
+    snakemake(wd, "results/report.json", "--configfile", str(wd / "suite.yaml"))
+    return wd / "results" / "report.json"
+
+
+def compared(base, new, capsys) -> tuple[dict, str]:
+    """compare's JSON row of the one case, and its Markdown."""
+    capsys.readouterr()
+    assert main(["compare", str(base), str(new), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = [r for rows in data["sections"].values() for r in rows]
+    assert main(["compare", str(base), str(new)]) == 0
+    return row, capsys.readouterr().out
+
+
+def kernels(report) -> dict:
+    (case,) = json.loads(report.read_text())["cases"]
+    assert case["status"] == "ok", case["error"]
+    k = case["kernels"]
+    assert k and k["source"] == "iree-profile" and k["error"] is None, k
+    return k
+
+
+def test_a_fusion_flag_names_the_added_dispatch(tmp_path, capsys):
+    gelu = [{"model": "ln_linear_gelu", "shapes": [[64, 128, 128]]}]
+    aggressive = run(tmp_path / "aggressive", gelu, [AGGRESSIVE])
+    default = run(tmp_path / "default", gelu)
+    assert len(kernels(aggressive)["rows"]) == 2 and len(kernels(default)["rows"]) == 3
+    row, md = compared(aggressive, default, capsys)
+    added = row["attribution"]["added"]
+    assert len(added) == 1 and "reduction" in added[0], row
+    assert row["attribution"]["removed"] == []
+    assert row["why"][-1] == f"added: {added[0]}"
+    assert f"compile flags: - {AGGRESSIVE}" in row["changed"]
+    assert f"added: {added[0]}" in md.replace("\\", "")
+    print("\n".join([f"{row['section']} {row['id']} {row['change']:+.1%}", *row["why"],
+                     row["what_changed"]]))
+
+
+GROWING = '''
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+WIDTH = {width}  # the second layer's width: what the test changes between runs
+
+
+@benchmark_model(default_shape=(64, 128), shape_doc="[rows, width]")
+def two_matmuls(config, dtype, layers, shape):
+    """Linear(K, K), ReLU, Linear(K, WIDTH): the second matmul grows with WIDTH."""
+    import torch
+
+    m, k = shape
+    gen = seeded()
+    module = torch.nn.Sequential(torch.nn.Linear(k, k, bias=False), torch.nn.ReLU(),
+                                 torch.nn.Linear(k, WIDTH, bias=False))
+    return finish(module, (torch.randn(m, k, generator=gen),), dtype)
+'''
+
+
+def test_a_grown_matmul_is_named_as_most_of_the_change(tmp_path, capsys):
+    # As a user would: one suite, its model file edited between two runs (the second
+    # measures again, its content key changed), the first run's report kept aside.
+    wd, before = tmp_path / "w", tmp_path / "before.json"
+    wd.mkdir()
+    model = wd / "growing.py"
+    model.write_text(GROWING.format(width=128))
+    workloads = [{"model": "two_matmuls", "shapes": [[64, 128]]}]
+    before.write_text(run(wd, workloads, model_modules=["growing.py"]).read_text())
+    model.write_text(GROWING.format(width=2048))
+    after = run(wd, workloads, model_modules=["growing.py"])
+    row, md = compared(before, after, capsys)
+    assert row["section"] == "Regressed", row
+    top = row["attribution"]["rows"][0]
+    assert "matmul" in top["name"] and "2048" in top["name"], top
+    assert top["explains"] > 0.5, top
+    assert "explains" in row["why"][0] and "2048" in row["why"][0]
+    # The records hold their model's source files by digest: the diff names the edited one.
+    assert re.fullmatch(rf"what changed: model source {re.escape(str(model.resolve()))}: "
+                        "[0-9a-f]{16} -> [0-9a-f]{16}", row["what_changed"]), row
+    assert "explains" in md
+    print("\n".join([f"{row['section']} {row['id']} {row['change']:+.1%}", *row["why"],
+                     row["what_changed"]]))
+
+
+TORCH_MEASURE = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0,
+                 "repetitions": 3, "min_warmup_time_s": 0.05, "min_time_s": 0.01,
+                 "noisy_cv": 10.0, "rerun_noisy": False, "torch_warmup_calls": 2,
+                 "torch_warmup_s": 0.0, "torch_min_run_time_s": 0.02}
+
+
+def test_a_torch_recipe_change_names_the_aten_ops_that_changed(tmp_path):
+    """A recipe is part of a torch case's id, so two recipes of one workload are two
+    cases of one run; their records are explained as compare explains one case of two
+    reports (regression/explain.explain, the same call), base the baseline recipe."""
+    from workflow.regression.explain import explain
+
+    suite = {"suite_name": "attr-torch",
+             "skus": {"host": {"torch": {"threads": 1}, "measurement": TORCH_MEASURE}},
+             "backends": ["torch-eager"], "recipes": ["baseline", "int8wo"],
+             "workloads": [{"model": "linear", "shapes": [[16, 256, 256]]}]}
+    write_suite(tmp_path / "suite.yaml", suite)
+    snakemake(tmp_path, "results/report.json", "--configfile", str(tmp_path / "suite.yaml"))
+    cases = {c["recipe"]: c for c in
+             json.loads((tmp_path / "results" / "report.json").read_text())["cases"]}
+    base, new = cases["baseline"], cases["int8wo"]
+    for c in (base, new):
+        assert c["status"] == "ok" and c["kernels"]["source"] == "torch.profiler", c
+    e = explain(base, new, base["timing"]["median_ms"], new["timing"]["median_ms"],
+                decided=True)
+    a = e["attribution"]
+    print("\n".join([*e["lines"], e["what_changed"]]))
+    # int8 weight-only on the CPU in eager: the weight is dequantized per call (a cast,
+    # a copy and the scale's multiply, measured here with torchao 0.18), and aten::linear
+    # (nn.Linear's) is gone; the matmul itself is in both.
+    assert {"aten::_to_copy", "aten::mul"} <= set(a["added"]), a
+    assert "aten::linear" in a["removed"], a
+    assert all(n.startswith("aten::") for n in (*a["added"], *a["removed"]))
+    assert e["lines"][0].endswith("% of the change") and " aten::" in e["lines"][0]

@@ -1,0 +1,42 @@
+"""The case record's `kernels` (issue 25; report.schema.json, $defs.case.properties.kernels):
+where a case's time goes, per IREE dispatch function or torch op, built here from any
+profiler's rows so that every backend's section has one shape.
+
+Rows come largest first; a profile of a large model names hundreds of dispatches, of
+which a reader and the attribution use the top few, so a record keeps TOP of them and
+sums the rest into one "(N others)" row (the rows' times still sum to the total).
+"""
+
+from __future__ import annotations
+
+# The rows a record keeps before the "(N others)" row.
+TOP = 24
+# A row's fields in the schema (a profiler's others, e.g. iree-profile's min/max, dropped).
+ROW_FIELDS = ("name", "count", "total_ms", "mean_ms", "share", "workgroup")
+
+
+def _sum(rows: list[dict], key: str):
+    """The rows' sum of `key`; None when any of them has none (compile-only counts)."""
+    values = [r.get(key) for r in rows]
+    return None if any(v is None for v in values) else sum(values)
+
+
+def capped_rows(rows: list[dict], top: int = TOP) -> list[dict]:
+    """`rows` (largest first) with the schema's fields only: the first `top`, and past
+    them one "(N others)" row with their summed count, time and share."""
+    kept = [{k: r.get(k) for k in ROW_FIELDS} for r in rows[:top]]
+    rest = rows[top:]
+    if rest:
+        kept.append({"name": f"({len(rest)} others)", "count": _sum(rest, "count"),
+                     "total_ms": _sum(rest, "total_ms"), "mean_ms": None,
+                     "share": _sum(rest, "share"), "workgroup": None})
+    return kept
+
+
+def kernels_section(*, source: str, mode: str | None, calls: int | None, rows: list[dict],
+                    seconds: float | None, error: str | None = None) -> dict:
+    """A record's `kernels`: the rows capped (capped_rows), and their total time (None
+    when a row has none: a compile-only list, or no rows)."""
+    total = _sum(rows, "total_ms") if rows else None
+    return {"source": source, "mode": mode, "calls": calls, "total_ms": total,
+            "seconds": seconds, "rows": capped_rows(rows), "error": error}

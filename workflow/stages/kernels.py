@@ -1,0 +1,46 @@
+"""An IREE case's `kernels` (issue 25): the profiling invocation after its timed ones, and
+a compile-only case's dispatch list from the compiler's statistics.
+
+The profiling invocation runs in the run stage's job, after measure() returned: its
+calls are in no invocation of the timing and in none of the protocol's time budget, and
+the job holds the machine (bench_slot) as the timing did, so nothing else runs beside it.
+A profiling failure (the tool's error, a device without host-execution profiling, a
+timeout) is the section's `error`: the case's timing stands and the case stays ok.
+"""
+
+from __future__ import annotations
+
+import time
+
+from workflow.backends.iree import profile
+from workflow.errors import StageError
+from workflow.records.kernels import kernels_section
+
+
+def profiled_kernels(argv: list[str], m: dict, timeout: float, log: str) -> dict | None:
+    """The `kernels` of a measured case: `m["profile_calls"]` calls of the timing's
+    iree-benchmark-module `argv` profiled with iree-profile; None when the SKU's
+    measurement says `profile: false`."""
+    if not m["profile"]:
+        return None
+    calls = m["profile_calls"]
+    start = time.monotonic()
+    try:
+        out = profile.profile_case(argv, timeout=timeout, log=log, iterations=calls)
+    except StageError as exc:
+        return kernels_section(source="iree-profile", mode=profile.MODE, calls=calls, rows=[],
+                               seconds=time.monotonic() - start, error=exc.message)
+    return kernels_section(source="iree-profile", mode=out["mode"], calls=out["iterations"],
+                           rows=out["dispatches"], seconds=out["seconds"])
+
+
+def compiled_kernels(statistics: dict, m: dict) -> dict | None:
+    """The `kernels` a compile gives (profile.compile_statistics' `dispatches`): each
+    dispatch function a call runs, with its count per call and no time; a case only
+    compiled (its device absent here) keeps them. None with `profile: false`."""
+    if not m["profile"]:
+        return None
+    rows = [{"name": d["name"], "count": d["count"], "total_ms": None, "share": None}
+            for d in statistics["dispatches"]]
+    return kernels_section(source="iree-compile", mode="compile-only", calls=None, rows=rows,
+                           seconds=None)
