@@ -294,6 +294,16 @@ def test_a_torch_case_is_not_told_about_iree_versions():
                            new_report=new_report) == ["torch 2.13.0 -> 2.14.0"]
 
 
+def test_a_torch_pairs_sides_differ_by_backend_and_recipe():
+    """A torch A/B pair's sides (stages/ab_torch.torch_row_attribution): one workload,
+    what differs is the backend or the recipe."""
+    base = {"sku": "a", "backend": "torch-eager", "recipe": "baseline",
+            "provenance": {"torch_threads": 1}}
+    assert provenance_diff(base, {**base, "recipe": "int8wo"}) == ["recipe baseline -> int8wo"]
+    assert provenance_diff(base, {**base, "backend": "torch-inductor"}) == [
+        "backend torch-eager -> torch-inductor"]
+
+
 def test_repeated_flags_keep_each_value():
     assert parse_flags(["--x=1", "--x=2", "--y"]) == {"--x": ["1", "2"], "--y": [None]}
     assert flags_diff(["--x=1", "--x=2"], ["--x=2", "--x=1"]) is None

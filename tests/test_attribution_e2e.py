@@ -10,6 +10,8 @@
 - a workload whose one matmul grows: a user model (model_modules) whose second layer's
   width is written into its source by the test, same model name and shape, so the same
   case id; the grown matmul's dispatch is the row that explains most of the slowdown.
+- a torch recipe change: `benchflow ab` on a pair of the baseline and int8wo names the
+  aten ops the recipe added and removed (each side profiled in its A/B worker).
 
 Each run is one workdir; the two reports are compared as a user would.
 """
@@ -130,31 +132,37 @@ TORCH_MEASURE = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0,
                  "torch_warmup_s": 0.0, "torch_min_run_time_s": 0.02}
 
 
-def test_a_torch_recipe_change_names_the_aten_ops_that_changed(tmp_path):
-    """A recipe is part of a torch case's id, so two recipes of one workload are two
-    cases of one run; their records are explained as compare explains one case of two
-    reports (regression/explain.explain, the same call), base the baseline recipe."""
-    from workflow.regression.explain import explain
-
+def test_a_torch_recipe_change_names_the_aten_ops_that_changed(tmp_path, capsys):
+    """A recipe is part of a torch case's id, so a recipe change is judged as an A/B pair
+    of the baseline and the recipe on one workload: `benchflow ab` through Snakemake, each
+    side's long-lived worker profiled per aten op after the rounds. A short plan (8 rounds
+    at most): the verdict may stay inconclusive; the explanation is the point: the ops
+    the recipe brought in and took out, and the recipe named as what changed."""
     suite = {"suite_name": "attr-torch",
              "skus": {"host": {"torch": {"threads": 1}, "measurement": TORCH_MEASURE}},
              "backends": ["torch-eager"], "recipes": ["baseline", "int8wo"],
-             "workloads": [{"model": "linear", "shapes": [[16, 256, 256]]}]}
+             "workloads": [{"model": "linear", "shapes": [[16, 256, 256]]}],
+             "ab_pairs": [{"base": {"sku": "host", "backend": "torch-eager"},
+                           "new": {"sku": "host", "backend": "torch-eager",
+                                   "recipe": "int8wo"}}],
+             "ab": {"max_rounds": 8, "torch_block_s": 0.05, "torch_worker_rounds": 8}}
     write_suite(tmp_path / "suite.yaml", suite)
-    snakemake(tmp_path, "results/report.json", "--configfile", str(tmp_path / "suite.yaml"))
-    cases = {c["recipe"]: c for c in
-             json.loads((tmp_path / "results" / "report.json").read_text())["cases"]}
-    base, new = cases["baseline"], cases["int8wo"]
-    for c in (base, new):
-        assert c["status"] == "ok" and c["kernels"]["source"] == "torch.profiler", c
-    e = explain(base, new, base["timing"]["median_ms"], new["timing"]["median_ms"],
-                decided=True)
-    a = e["attribution"]
-    print("\n".join([*e["lines"], e["what_changed"]]))
-    # int8 weight-only on the CPU in eager: the weight is dequantized per call (a cast,
-    # a copy and the scale's multiply, measured here with torchao 0.18), and aten::linear
-    # (nn.Linear's) is gone; the matmul itself is in both.
+    code = main(["ab", "--configfile", str(tmp_path / "suite.yaml"), "--cores", "2",
+                 "--directory", str(tmp_path)])
+    out = capsys.readouterr().out
+    (row,) = json.loads((tmp_path / "results" / "ab.json").read_text())["pairs"]
+    assert row["verdict"] != "failed" and code in (0, 1, 3), (code, row.get("error"))
+    for side in ("base", "new"):
+        k = row["kernels"][side]
+        assert k["source"] == "torch.profiler" and k["error"] is None and k["rows"], k
+    a = row["attribution"]["attribution"]
+    print("\n".join([*row["attribution"]["lines"], row["attribution"]["what_changed"]]))
+    # int8 weight-only on the CPU in eager (torchao 0.18): the weight is converted per call
+    # (a cast, a copy and the scale's multiply) and aten::linear (nn.Linear's) is gone;
+    # the matmul itself is in both.
     assert {"aten::_to_copy", "aten::mul"} <= set(a["added"]), a
     assert "aten::linear" in a["removed"], a
     assert all(n.startswith("aten::") for n in (*a["added"], *a["removed"]))
-    assert e["lines"][0].endswith("% of the change") and " aten::" in e["lines"][0]
+    assert row["attribution"]["what_changed"] == "what changed: recipe baseline -> int8wo"
+    # benchflow ab prints them under the row's line.
+    assert "what changed: recipe baseline -> int8wo" in out and "aten::" in out, out

@@ -126,8 +126,9 @@ FAULTY_MODELS = textwrap.dedent('''
 ''')
 
 # Small enough that the hanging cases cost seconds, large enough that a worker starts
-# (python, torch, the FX importer) on a loaded 2-core machine before it runs out.
-EXPORT_S, RUN_S = 45, 45
+# (python, torch, the FX importer: about 10 s on a loaded 2-core machine) before it
+# runs out.
+EXPORT_S, RUN_S = 30, 30
 
 MODEL_CASES = [
     ("segv-iree", "forward segfaults (SIGSEGV) in the export worker", "iree",

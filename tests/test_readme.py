@@ -112,6 +112,8 @@ OUTPUT_BLOCKS = {
     "### Regressed (2)": "compare's Markdown on the default suite's gating SKU, host -> "
                          "generic (a real run's output, its lines' shape as "
                          "tests/test_attribution_e2e.py checks them)",
+    "+0.0612 ms (added) aten::_to_copy": "a torch recipe pair's explanation "
+                                         "(tests/test_attribution_e2e.py prints it)",
     "Regressed sync/iree/two_matmuls": "compare's explanation of a grown matmul "
                                        "(tests/test_attribution_e2e.py prints it)",
     "Similar sync/iree/ln_linear_gelu": "compare's explanation of a fusion change "

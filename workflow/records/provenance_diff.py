@@ -106,8 +106,9 @@ def _host_lines(base_report: dict, new_report: dict) -> list[str]:
 def _case_lines(base: dict, new: dict) -> list[str]:
     pa, pb = base.get("provenance") or {}, new.get("provenance") or {}
     lines = [_changed(what, pa.get(key), pb.get(key)) for key, what in _CASE_KEYS]
-    lines += [_changed("sku", base.get("sku"), new.get("sku")),
-              _changed("device", base.get("device"), new.get("device"))]
+    # backend and recipe: what a torch A/B pair of two sides of one workload differs by.
+    lines += [_changed(k, base.get(k), new.get(k))
+              for k in ("sku", "device", "backend", "recipe")]
     lines += _dict_lines("build", pa.get("builds"), pb.get("builds"))
     lines += _dict_lines("model source", pa.get("model_sources"), pb.get("model_sources"))
     # A key this module does not know yet still shows, by its name.

@@ -124,7 +124,8 @@ def against_golden(case: dict, entry: dict, report: dict, *, decided: bool = Tru
     base, base_report = golden_record(entry)
     new_report = report.get("provenance") or {}
     base = {k: v if v is not None or k == "kernels" else case.get(k) for k, v in base.items()}
-    base.update({k: case.get(k) for k in ("sku", "device", "backend")})  # one SKU's goldens
+    # One SKU's goldens, keyed by case id: the case's own sku, device, backend and recipe.
+    base.update({k: case.get(k) for k in ("sku", "device", "backend", "recipe")})
     base_report.setdefault("host", new_report.get("host"))
     e = explain(base, case, entry["median_ms"], new_ms, decided=decided,
                 base_report=base_report, new_report=new_report)

@@ -163,16 +163,22 @@ def row_attribution(row: dict, profiles: dict, skus: dict) -> dict:
     of the per-round ratios, not the ratio of the two sides' medians); noise: what the
     row's interval leaves open. What changed: the two SKUs' compile flags, devices and
     tools."""
-    base_ms = statistics.median(row["base_ms"])
-    ci = row.get("ci95") or row.get("ci")
-    decided = row["verdict"] in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
     sides = {side: {"sku": row[side], "kernels": profiles[side],
                     "compile": {"flags": iree.compile_flags(skus[row[side]])},
                     "provenance": {"iree_device": skus[row[side]]["iree"]["device"],
                                    "benchmark_tool": row["commands"][row[side]][0]}}
              for side in ("base", "new")}
-    return explain(sides["base"], sides["new"], base_ms, base_ms * row["ratio"],
-                   decided=decided,
+    return attribution_of(row, sides["base"], sides["new"])
+
+
+def attribution_of(row: dict, base: dict, new: dict) -> dict:
+    """An A/B row's explanation of its two sides (record-shaped: kernels, compile,
+    provenance): the median of the base side's round times and that x the row's ratio as
+    totals, the part of the change the row's interval leaves open as noise."""
+    base_ms = statistics.median(row["base_ms"])
+    ci = row.get("ci95") or row.get("ci")
+    decided = row["verdict"] in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
+    return explain(base, new, base_ms, base_ms * row["ratio"], decided=decided,
                    noise_ms=interval_noise_ms(base_ms, row["ratio"], ci))
 
 

@@ -28,7 +28,9 @@ from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
 from workflow.measure.protocol import Observation
+from workflow.records.kernels import kernels_section
 from workflow.records.storage import write_json
+from workflow.stages.ab import attribution_of
 from workflow.stages.torch import with_threads
 from workflow.stats.enums import ABVerdict
 
@@ -61,6 +63,12 @@ class _Worker:
         if not self._proc.send("time"):
             self._ended("time")
         return self._expect("block", "time")["result"]
+
+    def profile(self) -> dict | None:
+        """The side's per-op profile (the record's `kernels` shape), never timed."""
+        if not self._proc.send("profile"):
+            self._ended("profile")
+        return self._expect("profile", "profile")["result"]
 
     def _expect(self, event: str, stage: str) -> dict:
         deadline = time.monotonic() + self.timeout
@@ -122,6 +130,20 @@ class _Side:
         # the worker's own CPU time as the timed process's).
         return Observation(block["median_ms"], block, block["disturbance"])
 
+    def profile(self) -> dict | None:
+        """The side's per-op profile from its current worker (warm: it just timed the
+        last round), or a fresh one's; a worker that fails or crashes here is the
+        profile's `error`, never the row's: the rounds stand."""
+        try:
+            if self.worker is None:
+                self.worker = _Worker(self.label, self.plan, timeout=self.timeout, log=self.log)
+            return self.worker.profile()
+        except StageError as exc:
+            m = self.plan["measurement"]
+            return kernels_section(source="torch.profiler", mode=None,
+                                   calls=m["profile_calls"], rows=[], seconds=None,
+                                   error=exc.message)
+
     def close(self) -> None:
         if self.worker is not None:
             self.worker.close()
@@ -171,6 +193,10 @@ def compare_torch_pair(*, pair: dict, ab: dict, timeout: float, out: str, log: s
         measured = interleave(sides["base"], sides["new"], ab_plan(ab), budget_s=ab["budget_s"],
                               seed=seed_of(row["base"], row["new"], row["workload"]),
                               max_retakes=ab["max_retakes"])
+        # After the rounds (never timed): each side's per-op profile, unless either SKU
+        # has measurement.profile false (a one-sided profile explains nothing).
+        profiles = ({r: sides[r].profile() for r in ROLES}
+                    if all(pair[r]["sku"]["measurement"]["profile"] for r in ROLES) else None)
     except StageError as exc:
         result = {**row, "verdict": ABVerdict.FAILED, "failed_stage": exc.stage,
                   "error": exc.message}
@@ -180,5 +206,21 @@ def compare_torch_pair(*, pair: dict, ab: dict, timeout: float, out: str, log: s
         for side in sides.values():
             side.close()
     result = {**row, **measured, "workers": {r: sides[r].workers for r in ROLES}}
+    if profiles is not None:
+        result.update(kernels=profiles, attribution=torch_row_attribution(result, pair,
+                                                                         profiles))
     write_json(out, result)
     return result
+
+
+def torch_row_attribution(row: dict, pair: dict, profiles: dict) -> dict:
+    """The row's explanation (regression/explain.py), with the totals, noise and decided
+    verdict of an IREE row (stages/ab.row_attribution: the base rounds' median and that
+    x the ratio); what changed: the sides' SKU, backend and recipe, threads and torch
+    interpreter."""
+    sides = {r: {"sku": pair[r]["side"]["sku"], "backend": pair[r]["side"]["backend"],
+                 "recipe": pair[r]["side"]["recipe"], "kernels": profiles[r],
+                 "provenance": {"torch_threads": row["threads"][r],
+                                "torch_python": pair[r]["sku"]["torch"]["python"]}}
+             for r in ROLES}
+    return attribution_of(row, sides["base"], sides["new"])

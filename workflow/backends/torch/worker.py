@@ -424,11 +424,13 @@ def observed_block(prepared: Prepared, plan: dict, seconds: float) -> dict:
 def serve(plan: dict, commands=sys.stdin) -> None:
     """A long-lived worker of an A/B pair (stages/ab_torch.py): the plan's one case is
     prepared once (built, quantized, compiled, warmed up), then each "time" line read from
-    `commands` runs one timed block of plan["block_s"] seconds. Lines on stdout: "start",
-    then "ready" (or a "result" saying why the case cannot run, and the end), then one
-    "block" per command: its median, iterations, the CPU seconds (every thread of this
-    process) and wall seconds of the block, and what disturbed it (observed here, as
-    time_case does: the timed block runs on this process's threads)."""
+    `commands` runs one timed block of plan["block_s"] seconds, and a "profile" line the
+    case's per-op profile (ops_profile.profile_ops: a "profile" line, its `kernels`).
+    Lines on stdout: "start", then "ready" (or a "result" saying why the case cannot run,
+    and the end), then one "block" per "time" command: its median, iterations, the CPU
+    seconds (every thread of this process) and wall seconds of the block, and what
+    disturbed it (observed here, as time_case does: the timed block runs on this
+    process's threads)."""
     case = plan["cases"][0]
     emit("start", case["id"])
     w = case["workload"]
@@ -444,9 +446,15 @@ def serve(plan: dict, commands=sys.stdin) -> None:
         return
     emit("ready", case["id"], warmup_calls=calls)
     for line in commands:
-        if line.strip() != "time":
-            raise ValueError(f"serve: unknown command {line.strip()!r}; expected 'time'")
-        emit("block", case["id"], result=observed_block(prepared, plan, plan["block_s"]))
+        if line.strip() == "profile":  # after the rounds: the side's per-op profile
+            emit("profile", case["id"], result=profile_ops(
+                prepared.call, lambda: sync(prepared.device), plan["measurement"],
+                cuda=prepared.device.kind == "cuda"))
+        elif line.strip() == "time":
+            emit("block", case["id"], result=observed_block(prepared, plan, plan["block_s"]))
+        else:
+            raise ValueError(f"serve: unknown command {line.strip()!r}; expected 'time' "
+                             "or 'profile'")
 
 
 def _failed(exc: Exception) -> dict:
