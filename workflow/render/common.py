@@ -295,9 +295,12 @@ def md_text(value: Any) -> str:
     `<img onerror=...>` stays text instead of markup a viewer renders or runs (`<` opens
     every kind of raw HTML and autolink, `&` every entity; `>` opens nothing, so arrows
     and comparisons stay readable in the file); `|` escaped, which would end a table
-    cell; on one line. Case ids need none of it: they go in code spans, whose content
-    Markdown never reads as markup, and their schema allows no backtick."""
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+    cell; `$` escaped, which GitHub reads as math between two of them (IREE's dispatch
+    names carry one each: `main$async_dispatch_0_...`); on one line. Case ids need none
+    of it: they go in code spans, whose content Markdown never reads as markup, and their
+    schema allows no backtick."""
+    text = (str(value).replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|")
+            .replace("$", "\\$"))
     return " ".join(text.splitlines())
 
 
