@@ -20,6 +20,7 @@ from tests.conftest import DATA
 from workflow.backends.iree.profile import compile_statistics, dispatch_rows
 from workflow.backends.torch import recipes
 from workflow.records.case import assemble, unsupported_case
+from workflow.records.kernels import kernels_section
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.speedup import fill_speedups
 
@@ -102,27 +103,16 @@ KEEP = 24  # the record keeps at most 24 rows, the rest summed in one "(N others
 
 def kernels_block(rows: list[dict], *, source: str, mode: str, calls: int | None,
                   seconds: float | None, keep: int = KEEP) -> dict:
-    """A kernels block as the record holds it, from rows largest first (name, count,
-    total_ms; total_ms None when compile-only): shares of the rows' sum, the rows past
-    `keep` summed in one '(N others)' row."""
+    """A kernels block as the record holds it (records/kernels.kernels_section), from rows
+    largest first (name, count, total_ms; total_ms None when compile-only): shares of the
+    rows' sum, as the profilers give them, the rows past `keep` summed in one row."""
     timed = calls is not None
     total = sum(r["total_ms"] for r in rows) if timed else None
-
-    def row(name: str, count: int | None, total_ms: float | None, **extra) -> dict:
-        share = total_ms / total if timed and total else None
-        return {"name": name, "count": count, "total_ms": total_ms, "share": share, **extra}
-
-    kept = [row(r["name"], r["count"], r.get("total_ms"),
-                **({"mean_ms": r["total_ms"] / r["count"] if r["count"] else None}
-                   if timed else {}),
-                **({"workgroup": r["workgroup"]} if "workgroup" in r else {}))
-            for r in rows[:keep]]
-    rest = rows[keep:]
-    if rest:
-        kept.append(row(f"({len(rest)} others)", sum(r["count"] for r in rest),
-                        sum(r["total_ms"] for r in rest) if timed else None))
-    return {"source": source, "mode": mode, "calls": calls, "total_ms": total,
-            "seconds": seconds, "rows": kept, "error": None}
+    shared = [{**r, "share": r["total_ms"] / total if timed and total else None,
+               **({"mean_ms": r["total_ms"] / r["count"] if r["count"] else None}
+                  if timed else {})} for r in rows]
+    return kernels_section(source=source, mode=mode, calls=calls, rows=shared,
+                           seconds=seconds, top=keep)
 
 
 def iree_kernels(capture: str, calls: int, keep: int = KEEP) -> dict:

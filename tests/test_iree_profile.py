@@ -139,7 +139,7 @@ def test_csv_statistics_count_as_the_json_ones_and_name_what_the_profile_times()
         "dispatch_count": 12, "executable_count": 12}
     # The initializer's dispatch (run once, when the module loads) is not a call's, and
     # the profile of calls never sees it; the other 11 are the profile's names.
-    names = profile.compiled_dispatches(BLOCK_CSV)
+    names = [d["name"] for d in profile.compile_statistics(BLOCK_CSV)["dispatches"]]
     assert len(names) == 11 and not any("initializer" in n for n in names)
     assert set(names) == {r["name"] for r in profile.dispatch_rows(BLOCK)}
     assert all(d["count"] == 1 for d in stats["dispatches"])
@@ -148,7 +148,7 @@ def test_csv_statistics_count_as_the_json_ones_and_name_what_the_profile_times()
 def test_a_cuda_compile_names_the_dispatches_a_cpu_profile_times():
     # Compiled for cuda sm_80 on a machine without a GPU: the same dispatch functions
     # as the llvm-cpu module's profile.
-    assert profile.compiled_dispatches(LN_GELU_CUDA_CSV) == [
+    assert [d["name"] for d in profile.compile_statistics(LN_GELU_CUDA_CSV)["dispatches"]] == [
         "main$async_dispatch_0_reduction_128x256_f32",
         "main$async_dispatch_1_reduction_128x256_f32",
         "main$async_dispatch_2_matmul_128x256x256_f32"]

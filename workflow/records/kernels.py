@@ -9,8 +9,22 @@ sums the rest into one "(N others)" row (the rows' times still sum to the total)
 
 from __future__ import annotations
 
+import re
+
 # The rows a record keeps before the "(N others)" row.
 TOP = 24
+_OTHERS = re.compile(r"\((\d+) others\)")
+
+
+def others_name(count: int) -> str:
+    """The name of the row that sums `count` rows past the kept ones."""
+    return f"({count} others)"
+
+
+def others_count(name: str) -> int | None:
+    """How many rows a "(N others)" row sums; None for any other row's name."""
+    found = _OTHERS.fullmatch(name)
+    return int(found.group(1)) if found else None
 # A row's fields in the schema (a profiler's others, e.g. iree-profile's min/max, dropped).
 ROW_FIELDS = ("name", "count", "total_ms", "mean_ms", "share", "workgroup")
 
@@ -27,16 +41,16 @@ def capped_rows(rows: list[dict], top: int = TOP) -> list[dict]:
     kept = [{k: r.get(k) for k in ROW_FIELDS} for r in rows[:top]]
     rest = rows[top:]
     if rest:
-        kept.append({"name": f"({len(rest)} others)", "count": _sum(rest, "count"),
+        kept.append({"name": others_name(len(rest)), "count": _sum(rest, "count"),
                      "total_ms": _sum(rest, "total_ms"), "mean_ms": None,
                      "share": _sum(rest, "share"), "workgroup": None})
     return kept
 
 
 def kernels_section(*, source: str, mode: str | None, calls: int | None, rows: list[dict],
-                    seconds: float | None, error: str | None = None) -> dict:
+                    seconds: float | None, error: str | None = None, top: int = TOP) -> dict:
     """A record's `kernels`: the rows capped (capped_rows), and their total time (None
     when a row has none: a compile-only list, or no rows)."""
     total = _sum(rows, "total_ms") if rows else None
     return {"source": source, "mode": mode, "calls": calls, "total_ms": total,
-            "seconds": seconds, "rows": capped_rows(rows), "error": error}
+            "seconds": seconds, "rows": capped_rows(rows, top), "error": error}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 
+from workflow.records.kernels import others_count
 from workflow.records.provenance_diff import NOTHING, provenance_diff
 from workflow.stats import attribution
 
@@ -36,8 +37,8 @@ def profile_rows(kernels: dict | None) -> tuple[list[dict], str | None]:
     rows = [r for r in kernels.get("rows") or [] if isinstance(r.get("total_ms"), int | float)]
     if not rows:
         return [], f"no timed rows ({kernels.get('source')})"
-    return [{**r, "name": OTHERS} if r["name"].startswith("(") and r["name"].endswith(
-        " others)") else r for r in rows], None
+    return [{**r, "name": OTHERS} if others_count(r["name"]) is not None else r
+            for r in rows], None
 
 
 def interval_noise_ms(base_total_ms: float, ratio: float, ci: list | None) -> float:

@@ -8,11 +8,11 @@ are the record's own, computed once at aggregation by workflow.stats.speedup).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from workflow.records.kernels import others_count
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.speedup import CROSS_RUN, PAIRED
 
@@ -396,7 +396,6 @@ def counts(cases: list[dict]) -> dict[str, int]:
 # --- where a case's time goes: its profile's kernels (issue 25) ------------------------
 
 # The record's row that sums the kernels past the kept ones (report.schema.json, kernels).
-_OTHERS = re.compile(r"\((\d+) others\)")
 
 
 @dataclass(frozen=True)
@@ -434,9 +433,9 @@ def top_kernels(case: dict, n: int) -> TopKernels | None:
     calls = block.get("calls")
     named, others = [], 0
     for row in block.get("rows") or []:
-        found = _OTHERS.fullmatch(row["name"])
-        if found:
-            others += int(found.group(1))
+        rest = others_count(row["name"])
+        if rest is not None:
+            others += rest
         else:
             named.append(row)
     shown = [{**row, "ms_per_call": ratio(row.get("total_ms"), calls),

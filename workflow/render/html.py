@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 
+from workflow.records.kernels import others_name
 from workflow.render import common as c
 from workflow.render import plots, templating
 from workflow.stats.enums import Status
@@ -155,7 +156,7 @@ def kernel_bar(top: c.TopKernels) -> list[dict]:
                          f"{row['name']}: {c.kernel_text(row)}")
                 for row in top.rows if row.get("share")]
     if top.more and top.more_share:
-        name = f"({top.more} others)"
+        name = others_name(top.more)
         segments.append(_segment(name, top.more_share, OTHERS_COLOUR,
                                  f"{name}: {100 * top.more_share:.1f} %"))
     return segments

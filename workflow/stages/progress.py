@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from workflow.errors import ConfigError
 from workflow.paths import AB, GATE, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.records.storage import read_json
 from workflow.render import progress as render
@@ -32,7 +33,7 @@ def _read(path: Path) -> dict | None:
     failed outright): what it lacks then shows as the failed job in the summary."""
     try:
         doc = read_json(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, ConfigError):  # ConfigError: a FIFO or device there
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workflow.backends.iree.tools import _tool_output
+from workflow.backends.iree.tools import tool_output
 from workflow.backends.proc import run_tool, tool_path
 from workflow.errors import StageError
 
@@ -140,7 +140,7 @@ def dispatch_rows(text: str) -> list[dict]:
     time descending. Device-timestamped groups are taken where the profile has any,
     else the host-timed ones (the local HAL's). Anything that is not such output raises
     ValueError."""
-    with _tool_output("iree-profile dispatch JSONL"):
+    with tool_output("iree-profile dispatch JSONL"):
         objects = _jsonl_objects(text)
         if not any(o.get("type") == "dispatch_summary" for o in objects):
             raise ValueError("no dispatch_summary row; expected iree-profile dispatch output")
@@ -231,7 +231,7 @@ def compile_statistics(text: str) -> dict:
     counts = {"dispatch_count": 0, "executable_count": 0}
     sites: dict[str, int] = {}
     aggregates = 0
-    with _tool_output("iree-compile's CSV statistics"):
+    with tool_output("iree-compile's CSV statistics"):
         for where, header, row in _csv_tables(text):
             if "Dispatches" in header and "Executables" in header:
                 aggregates += 1
@@ -244,7 +244,3 @@ def compile_statistics(text: str) -> dict:
         raise ValueError("no aggregate statistics row; expected iree-compile's CSV statistics")
     return {**counts, "dispatches": [{"name": n, "count": c} for n, c in sites.items()]}
 
-
-def compiled_dispatches(text: str) -> list[str]:
-    """The names of the dispatch functions a call runs, from the CSV statistics."""
-    return [d["name"] for d in compile_statistics(text)["dispatches"]]

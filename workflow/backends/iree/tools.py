@@ -270,7 +270,7 @@ def compile_argv(tool: str, mlir: str, vmfb: str, flags: list[str], stats_file: 
 
 
 @contextlib.contextmanager
-def _tool_output(what: str):
+def tool_output(what: str):
     """Reading a tool's output: any way it is not what the tool writes (a list where an
     object belongs, a string where a number does, an integer past a float, nesting
     deeper than the parser goes)
@@ -334,7 +334,7 @@ def parse_benchmark_json(text: str) -> BenchmarkRun:
     "percentage" and its real_time holds a fraction (0.05 = 5 %), not a time: it must
     not be unit-converted like the others.
     """
-    with _tool_output("iree-benchmark-module's JSON"):
+    with tool_output("iree-benchmark-module's JSON"):
         data = json.loads(text)
         reps: list[float] = []
         aggs: dict[str, float] = {}
