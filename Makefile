@@ -23,8 +23,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	# compat: the checkout itself on sys.path, where Snakemake's plugin discovery
 	# (pkgutil.iter_modules) finds snakemake_logger_plugin_benchflow; it does not see a
 	# package behind setuptools' default editable import hook.
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm]' \
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm,clickhouse]' \
 		--config-settings editable_mode=compat
+	# The history's change points (otava.analysis: numpy and scipy only); --no-deps because
+	# its metadata pins numpy 2.2 for integrations benchflow does not use (pyproject.toml).
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt apache-otava
 	touch $@
 
 # --logger benchflow: a line per finished case, an ETA, a summary at the end (README,

@@ -5,7 +5,7 @@ import os
 import sys
 import uuid
 
-from workflow.paths import AB, DASHBOARD, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.paths import AB, DASHBOARD, HISTORY_HTML, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.stages.plan import (
     Refused,
     attach_benchmark_files,
@@ -117,6 +117,8 @@ rule all:
         REPORT_HTML,
         # The A/B comparisons, when the suite declares pairs.
         [AB] if SUITE.has_ab else [],
+        # Every run remembered, when the suite asks for it (history.ingest).
+        [HISTORY_HTML] if SUITE.config["history"]["ingest"] else [],
 
 
 include: "rules/iree_batch.smk"
@@ -126,3 +128,4 @@ include: "rules/report.smk"
 include: "rules/ab.smk"
 include: "rules/gate.smk"
 include: "rules/render.smk"
+include: "rules/history.smk"

@@ -106,6 +106,9 @@ rule render_html:
     output:
         html=report(REPORT_HTML, caption="../report/html.rst", category=RENDER_CATEGORY,
                     labels={"format": "HTML", "content": "table and plots"}),
+    params:
+        # Each case links to its series in results/history.html, which `all` then builds.
+        history_link=SUITE.config["history"]["ingest"],
     log:
         render_log("html"),
     conda:

@@ -12,6 +12,7 @@ if "peak" in inputs:
     kwargs["peak_path"] = inputs["peak"]
 if inputs.get("ab"):  # a named input that may be empty: no A/B pairs
     kwargs["ab_path"] = inputs["ab"]
+kwargs.update(snakemake.params.items())  # render_html's history_link
 
 with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
         contextlib.redirect_stderr(log):

@@ -113,3 +113,15 @@ def load(binary: str, page: Path, screenshot: Path | None = None,
     return {"probes": probed, "ready": ready, "rows": rows, "ids": ids, "ascending": ascending,
             "descending": descending, "images": images, "console_errors": console,
             "exceptions": exceptions, "failed_requests": failed, "foreign_requests": foreign}
+
+
+def binary_or_skip() -> str:
+    """The browser tests' chromium, or the test skipped saying why there is none."""
+    import pytest
+
+    pytest.importorskip("playwright.sync_api",
+                        reason="playwright is not installed: pip install -e '.[test]'")
+    binary, why = find_or_install()
+    if binary is None:
+        pytest.skip(why)
+    return binary

@@ -30,12 +30,7 @@ ARTIFACTS = REPO / "artifacts"
 
 @pytest.fixture(scope="session")
 def browser_binary() -> str:
-    pytest.importorskip("playwright.sync_api",
-                        reason="playwright is not installed: pip install -e '.[test]'")
-    binary, why = chromium.find_or_install()
-    if binary is None:
-        pytest.skip(why)
-    return binary
+    return chromium.binary_or_skip()
 
 
 def check_page(binary: str, page, screenshot, case_ids: list[str],

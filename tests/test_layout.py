@@ -13,6 +13,7 @@ PKG = Path(__file__).resolve().parent.parent / "workflow"
 LAYERS = [
     ("cli",),
     ("stages",),
+    ("history",),
     ("regression",),
     ("suite", "render", "benchfile"),
     ("backends",),

@@ -95,6 +95,10 @@ COMMANDS = [
                                                        "suite (minutes)"),
     ("snakemake --profile profiles/slurm all", "skip", "needs a SLURM cluster (pytest -m slurm "
                                                        "tests the profile)"),
+    ("benchflow history ", "skip", "needs reports of full runs in a store; "
+                                   "tests/test_history_cli.py runs each verb end to end"),
+    ("snakemake results/history.html", "skip", "runs the suite first; "
+                                               "tests/test_history_e2e.py runs the rule"),
     (".venv/bin/pytest ", "skip", "the test suite itself"),
     (".venv/bin/python tests/perf/", "skip", "benchmark scripts of minutes (15 for the gate)"),
 ]
@@ -118,6 +122,9 @@ OUTPUT_BLOCKS = {
                                        "(tests/test_attribution_e2e.py prints it)",
     "Similar sync/iree/ln_linear_gelu": "compare's explanation of a fusion change "
                                         "(tests/test_attribution_e2e.py prints it)",
+    "$ benchflow history detect": "detect's and show's output on this machine's real runs "
+                                  "of the default suite (their lines' shape: "
+                                  "tests/test_history_cli.py)",
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).

@@ -58,6 +58,10 @@ REPORT_CSV = RESULTS + "/report.csv"
 DASHBOARD = RESULTS + "/dashboard.json"
 REPORT_HTML = RESULTS + "/report.html"
 PEAK = RESULTS + "/peak.json"
+# The history (issue 26): the page of every series in the store, and what the job that
+# ingested this report into it found (results/history.json: ingested runs, change points).
+HISTORY_HTML = RESULTS + "/history.html"
+HISTORY_JSON = RESULTS + "/history.json"
 # What is made from REPORT alone: the report step removes them when it writes a new
 # report, so that none of them ever shows an older one (docs/DESIGN.md, "Reports").
 REPORT_DERIVED = (REPORT_MD, REPORT_CSV, DASHBOARD, REPORT_HTML, GATE)
@@ -103,6 +107,7 @@ AB_ROW_LOG = LOGS + "/ab/{base}/{new}/{workload}.log"
 AB_TORCH_ROW_LOG = LOGS + "/ab_torch/{base}/{new}/{workload}.log"
 AB_LOG = LOGS + "/ab.log"
 GATE_LOG = LOGS + "/gate.log"
+HISTORY_LOG = LOGS + "/history.log"
 
 
 def render_log(name: str) -> str:

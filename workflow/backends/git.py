@@ -39,3 +39,23 @@ def commit_date(repo: str | Path = ".") -> str | None:
                     "HEAD") or None
     except StageError:
         return None
+
+
+def head_facts(repo: str | Path = ".") -> dict[str, str]:
+    """What history's run metadata takes from git when no CI names the run (issue 26):
+    `sha` (as git_sha), `branch` (HEAD's branch, absent when detached) and `remote`
+    (origin's URL); a key git cannot give is left out."""
+    facts = {}
+    sha = git_sha(repo)
+    if sha is None:
+        return facts  # not a repository: the other questions have no answer either
+    facts["sha"] = sha
+    for key, args in (("branch", ("symbolic-ref", "--short", "-q", "HEAD")),
+                      ("remote", ("config", "--get", "remote.origin.url"))):
+        try:
+            value = _git(repo, *args)
+        except StageError:
+            continue  # detached HEAD, or no origin
+        if value:
+            facts[key] = value
+    return facts

@@ -6,13 +6,23 @@ import argparse
 import os
 import sys
 
-from workflow.cli import ab, benchmarks, bless, check, compare, coverage, run, validate
+from workflow.cli import (
+    ab,
+    benchmarks,
+    bless,
+    check,
+    compare,
+    coverage,
+    history,
+    run,
+    validate,
+)
 from workflow.cli import list as list_cmd
 from workflow.errors import ConfigError
 
 # The subcommands, in the order `benchflow --help` lists them. Each module's
 # add_parser(sub) adds its parser and sets `func` to the module's run(args) -> int.
-COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks)
+COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks, history)
 # The exit status when whoever reads our output closed the pipe (`benchflow list | head
 # -1`): 128 + SIGPIPE, what a shell reports for cat, grep or yes cut off the same way, so
 # `set -o pipefail` scripts see benchflow as any other tool. Not 1: for `check` and `ab`

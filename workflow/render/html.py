@@ -11,11 +11,13 @@ import zlib
 
 from workflow.records.kernels import others_name
 from workflow.render import common as c
-from workflow.render import plots, templating
+from workflow.render import history, plots, templating
 from workflow.stats.enums import Status
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
 Col = tuple[str, str, object]
+# The column whose cell links to the case's series in history.html (history_link).
+LINKED = "Workload"
 # The flag of a case whose measurement stayed disturbed by outside load: a word, styled
 # by the row's class, so that it shows without an emoji font.
 DISTURBED = "disturbed"
@@ -86,9 +88,12 @@ def _cell(kind: str, value) -> tuple[str, str, str]:
     return kind, "", str(value)
 
 
-def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[list, list[dict]]:
-    """The header's (name, kind) and one row per case, in the report's order."""
+def table(cases: list[dict], index: c.Index, peak: dict | None,
+          history_link: bool = False) -> tuple[list, list[dict]]:
+    """The header's (name, kind) and one row per case, in the report's order; with
+    history_link, each row's LINKED cell links to its latency series in history.html."""
     cols = _columns(index, peak)
+    linked = [name for name, _, _ in cols].index(LINKED) if history_link else -1
     rows = []
     for x in c.ordered(cases):
         whys = [c.error_summary(x.get("error")) or "; ".join(c.degraded_reasons(x)),
@@ -100,6 +105,8 @@ def table(cases: list[dict], index: c.Index, peak: dict | None) -> tuple[list, l
             "id": x["id"],
             "title": x["id"] + (f": {why}" if why else ""),
             "cells": [_cell(kind, fn(x)) for _, kind, fn in cols],
+            "linked": linked,
+            "link": f"history.html#{history.anchor(x['id'])}" if history_link else "",
         })
     return [(name, kind) for name, kind, _ in cols], rows
 
@@ -202,9 +209,11 @@ def meta(report: dict, peak: dict | None) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in items]
 
 
-def render(report: dict, peak: dict | None = None) -> str:
+def render(report: dict, peak: dict | None = None, history_link: bool = False) -> str:
+    """The page; history_link (the suite's history.ingest: results/history.html is
+    built beside it) links each case to its series there."""
     cases = report["cases"]
-    header, rows = table(cases, c.Index.of(cases), peak)
+    header, rows = table(cases, c.Index.of(cases), peak, history_link)
     n = c.counts(cases)
     heatmaps = plots.heatmaps(cases)
     return templating.render(

@@ -46,8 +46,8 @@ def render_dashboard(report: str, out: str, peak_path: str | None = None) -> Non
 
 
 def render_html(report: str, out: str, peak_path: str | None = None,
-                ab_path: str | None = None) -> None:
-    page = html.render(read_json(report), _peak(peak_path))
+                ab_path: str | None = None, history_link: bool = False) -> None:
+    page = html.render(read_json(report), _peak(peak_path), history_link=history_link)
     ab = _ab(ab_path)
     if ab:
         page = page.replace("</body>", ab_render.html(ab) + "</body>", 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from workflow.stats.changepoints import Settings as HistorySettings
 from workflow.stats.verdict import Settings
 from workflow.suite.schema import load_schema
 
@@ -32,3 +33,19 @@ def measurement_defaults() -> dict:
 def run_timeout_default() -> float:
     """The suite schema's default of timeouts.run_s."""
     return load_schema()["properties"]["timeouts"]["properties"]["run_s"]["default"]
+
+
+def history_defaults() -> dict:
+    """The suite schema's defaults of the `history` section (a suite that says nothing of
+    its history, and the history commands run without a suite)."""
+    props = load_schema()["properties"]["history"]["properties"]
+    return {k: v["default"] for k, v in props.items()}
+
+
+def history_settings(history: dict | None = None) -> HistorySettings:
+    """The change-point detection's settings: a suite's `history` section, each one
+    left out at the suite schema's default."""
+    h = history or {}
+    props = load_schema()["properties"]["history"]["properties"]
+    return HistorySettings(**{f.name: h.get(f.name, props[f.name]["default"])
+                              for f in fields(HistorySettings)})

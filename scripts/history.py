@@ -1,0 +1,10 @@
+# Adapter: Snakemake rule `history` -> workflow.stages.history.history_job; what it prints
+# goes to the rule's log.
+import contextlib
+
+from workflow.stages.history import history_job
+
+with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
+        contextlib.redirect_stderr(log):
+    history_job(report=snakemake.input.report, html=snakemake.output.html,
+                summary=snakemake.output.summary, settings=snakemake.params.history)

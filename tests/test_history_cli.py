@@ -1,0 +1,158 @@
+"""`benchflow history` as a user runs it (issue 26, "Done when"): ten nightly reports of
+one suite ingested in time order, one case 1.3x slower from the sixth on; `detect` names
+that case and the sixth run and flags no other series; a report ingested twice adds
+nothing; `show` lists the series with its commits; `html` writes the page.
+
+The ten reports are made from one real report (tests/data/report_iree.json, schema 1.0:
+an earlier version, which the importer must read) by giving every run its own night, its
+own commit and fresh noise: each case's invocation medians scaled by a run-level factor
+(1 % spread, the run-to-run spread of the default suite on this machine is about that)
+and an invocation-level one (0.5 %). The commands run in-process (main()), the store is
+a real embedded ClickHouse in tmp."""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from workflow.cli.main import main
+
+SOURCE = "tests/data/report_iree.json"
+SLOW = "host/iree/linear-64x128x64-f32/baseline"
+LATENCY = "latency median (ms)"
+
+
+def nightly_reports(tmp_path, n=10, slow_from=5, factor=1.3, seed=7):
+    """n reports, night i at 02:00 UTC, commit sha_i; SLOW is `factor` slower from run
+    index `slow_from` (the sixth run) on."""
+    base = json.loads(open(SOURCE).read())
+    rng = np.random.default_rng(seed)
+    start = datetime(2026, 10, 1, 2, 0, tzinfo=UTC)
+    paths, shas = [], []
+    for i in range(n):
+        report = copy.deepcopy(base)
+        when = start + timedelta(days=i)
+        sha = f"{i + 1:02d}" + "ab12cd34ef56" * 3 + "ab"
+        report["provenance"]["started_at"] = when.isoformat()
+        report["provenance"]["finished_at"] = (when + timedelta(minutes=5)).isoformat()
+        report["generated_at"] = (when + timedelta(minutes=5)).isoformat()
+        for case in report["cases"]:  # measured that night (history keys on it)
+            case["provenance"]["started_at"] = when.isoformat()
+        report["provenance"]["git_sha"] = sha
+        for case in report["cases"]:
+            timing = case.get("timing")
+            if case["status"] != "ok" or not timing:
+                continue
+            run_level = rng.lognormal(0.0, 0.01) * (factor if case["id"] == SLOW
+                                                     and i >= slow_from else 1.0)
+            values = [v * run_level * rng.lognormal(0.0, 0.005)
+                      for v in timing["invocation_medians_ms"]]
+            timing["invocation_medians_ms"] = values
+            timing["median_ms"] = statistics.median(values)
+            timing["min_ms"] = min(values)
+        path = tmp_path / f"night{i + 1:02d}" / "report.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(report))
+        paths.append(path)
+        shas.append(sha)
+    return paths, shas
+
+
+def history(capsys, *args) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["history", *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    return nightly_reports(tmp_path_factory.mktemp("nights"))
+
+
+def test_ten_nights_detect_names_the_slow_case_and_the_sixth_run(tmp_path, capsys, nights):
+    paths, shas = nights
+    store = str(tmp_path / "store")
+    for path in paths:  # one ingest per night, in time order, as a nightly job does
+        code, out = history(capsys, "ingest", str(path), "--store", store)
+        assert code == 0 and "1 run(s) ingested" in out, out
+
+    code, out = history(capsys, "detect", "--store", store, "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["outcome"] == "regressed", out
+    flagged = {s["series"]: s for s in data["series"] if s["change_points"]}
+    assert list(flagged) == [f"{SLOW} :: {LATENCY}"], flagged
+    (cp,) = flagged[f"{SLOW} :: {LATENCY}"]["change_points"]
+    assert cp["index"] == 5 and cp["head_sha"] == shas[5] and cp["kind"] == "regression"
+    assert cp["ratio"] == pytest.approx(1.3, rel=0.05)
+
+    code, out = history(capsys, "detect", "--store", store)
+    regressed = [line for line in out.splitlines() if line.startswith("REGRESSED")]
+    assert code == 1 and len(regressed) == 1, out
+    assert SLOW in regressed[0] and cp["run_id"] in regressed[0], regressed
+    assert shas[5][:8] in regressed[0], regressed
+
+    # Judged only from the run after the step on: nothing regressed there.
+    code, out = history(capsys, "detect", "--store", store, "--since", shas[6][:10])
+    assert code == 0, out
+
+
+def test_a_report_ingested_twice_adds_nothing(tmp_path, capsys, nights):
+    paths, _ = nights
+    store = str(tmp_path / "store")
+    code, out = history(capsys, "ingest", *map(str, paths[:3]), "--store", store)
+    assert code == 0 and "3 run(s) ingested" in out, out
+    code, before = history(capsys, "show", "--store", store, "--format", "json")
+    # The same content under another name, and the same file again: one run each.
+    copy_path = tmp_path / "renamed.json"
+    copy_path.write_bytes(paths[1].read_bytes())
+    code, out = history(capsys, "ingest", str(paths[2]), str(copy_path), "--store", store)
+    assert code == 0 and "0 run(s) ingested" in out and out.count("already in the history") == 2
+    code, after = history(capsys, "show", "--store", store, "--format", "json")
+    assert json.loads(after) == json.loads(before)
+    assert len(json.loads(after)) == 3
+
+
+def test_show_lists_the_series_with_its_commits(tmp_path, capsys, nights):
+    paths, shas = nights
+    store = str(tmp_path / "store")
+    history(capsys, "ingest", *map(str, paths), "--store", store)
+    code, out = history(capsys, "show", SLOW, "--store", store)
+    assert code == 0 and f"{SLOW} :: {LATENCY}  (10 runs, lower is better)" in out, out
+    assert all(sha[:8] in out for sha in shas)
+    code, out = history(capsys, "show", "host/iree/linear-*", "--store", store,
+                        "--format", "json")
+    series = json.loads(out)
+    assert code == 0 and {s["case_id"] for s in series} >= {SLOW}
+    assert all(s["case_id"].startswith("host/iree/linear-") for s in series)
+    assert all(len(s["points"]) == 10 for s in series)
+    code, out = history(capsys, "show", "no/such/case", "--store", store)
+    assert code == 1 and "no series matches" in out
+
+
+def test_html_marks_the_change_point(tmp_path, capsys, nights):
+    from workflow.render.history import anchor
+
+    paths, shas = nights
+    store = str(tmp_path / "store")
+    history(capsys, "ingest", *map(str, paths), "--store", store)
+    page = tmp_path / "history.html"
+    code, out = history(capsys, "html", "--store", store, "-o", str(page))
+    text = page.read_text()
+    assert code == 0 and f'id="{anchor(SLOW, LATENCY)}"' in text
+    assert shas[5][:8] in text
+
+
+def test_detect_without_a_store_or_with_too_few_runs(tmp_path, capsys, nights):
+    paths, _ = nights
+    code, out = history(capsys, "detect", "--store", str(tmp_path / "empty"))
+    assert code == 2 and "no history store there" in out, out
+    store = str(tmp_path / "store")
+    history(capsys, "ingest", *map(str, paths[:2]), "--store", store)
+    code, out = history(capsys, "detect", "--store", store)
+    assert code == 3 and "NOT JUDGED" in out, out

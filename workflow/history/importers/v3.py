@@ -1,0 +1,190 @@
+"""v3 records as pytorch/test-infra's uploader takes them (.github/scripts/
+upload_benchmark_results.py, read_benchmark_results / process_benchmark_results): a JSON
+list, one JSON object, or JSONEachRow lines (each an object or a list of objects); a
+record without "metric" is skipped, as upstream skips it. benchflow's own
+results/dashboard.json is such a list.
+
+Unlike upstream, which warns about and skips a line that is not JSON, every non-empty
+line must be a v3 object here: a file with one is no v3 file (told by content, a CSV or
+a log would otherwise import as "nothing").
+
+Rows keep their own metadata columns: they are grouped into runs by (timestamp, repo,
+head_branch, head_sha, workflow_id, run_attempt, job_id), as the uploader's metadata of
+one job; a row without a timestamp takes the caller's --timestamp.
+
+Each row is brought to the table's shape (every tuple field present, every extra_info a
+string map): a field of a tuple the table does not have goes to that tuple's extra_info
+(e.g. a runner's total_mem_in_gb); an absent string field is "" where the table allows
+it and "unknown" where benchflow's record needs a value (device, arch, dtype, a runner's
+name and type, a dependency's version, a metric's unit where its name does not end
+in "(unit)"); an absent mode is "inference"
+with benchmark.extra_info mode_absent "true". A row without
+benchmark.extra_info.case_id gets
+    v3/<benchmark.name>/<model.name>/<model.backend>/<benchmark.dtype>/<device>/<arch>
+('-' for an absent part; device and arch from benchmark.extra_info); a row with one
+(benchflow's dashboard.json) keeps it. run_id and source, which ingest sets, are
+dropped from a row's benchmark.extra_info (a re-imported export is the same run)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from workflow.history.importers import META_KEYS, case_id, make_run, problem, unix_time
+from workflow.render import dashboard
+
+SOURCE = "v3"
+ROW_KEYS = ("benchmark", "model", "inputs", "dependencies", "runners", "metric")
+META_COLUMNS = ("timestamp", "schema_version", "name", "repo", "head_branch", "head_sha",
+                "workflow_id", "run_attempt", "job_id", "servicelab_experiment_id",
+                "servicelab_trial_id", "_meta")
+GROUP = ("timestamp", "repo", "head_branch", "head_sha", "workflow_id", "run_attempt",
+         "job_id")
+RUNNER_STR = ("name", "type", "cpu_info", "mem_info", "gpu_info", "gpu_mem_info")
+RUNNER_INT = ("cpu_count", "avail_mem_in_gb", "gpu_count", "avail_gpu_mem_in_gb")
+INGEST_KEYS = ("run_id", "source")
+
+
+def _is_record(obj) -> bool:
+    return isinstance(obj, dict) and set(obj) <= set(ROW_KEYS) | set(META_COLUMNS)
+
+
+def detect(doc) -> bool:
+    if isinstance(doc, list):
+        return all(_is_record(r) for r in doc)
+    return _is_record(doc)
+
+
+def json_lines(text: str) -> list[dict] | None:
+    """The records of a JSONEachRow file, or None when it is not one."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        items = obj if isinstance(obj, list) else [obj]
+        if not all(_is_record(r) for r in items):
+            return None
+        out += items
+    return out or None
+
+
+def _map(value) -> dict[str, str]:
+    return dashboard.strings(value) if isinstance(value, dict) else {}
+
+
+def _tuple(obj, strings: tuple, defaults: dict) -> dict:
+    """A tuple's fields (str), the rest of the object into its extra_info."""
+    obj = obj if isinstance(obj, dict) else {}
+    extra = _map(obj.get("extra_info"))
+    extra.update(dashboard.strings({k: v for k, v in obj.items()
+                                    if k not in strings and k != "extra_info"}))
+    out = {k: str(obj.get(k) or defaults.get(k, "")) for k in strings}
+    out["extra_info"] = extra
+    return out
+
+
+def _benchmark(row: dict) -> dict:
+    raw = row.get("benchmark") if isinstance(row.get("benchmark"), dict) else {}
+    model = row.get("model") if isinstance(row.get("model"), dict) else {}
+    bench = _tuple(raw, ("name", "mode", "dtype"), {"name": "unknown", "dtype": "unknown"})
+    extra = {k: v for k, v in bench["extra_info"].items() if k not in INGEST_KEYS}
+    if bench["mode"] not in ("inference", "training"):
+        if bench["mode"]:
+            extra["mode"] = bench["mode"]
+        else:
+            extra["mode_absent"] = "true"
+        bench["mode"] = "inference"
+    extra.setdefault("case_id", case_id(
+        "v3", raw.get("name"), model.get("name"), model.get("backend"), raw.get("dtype"),
+        extra.get("device"), extra.get("arch")))
+    extra.setdefault("device", "unknown")
+    extra["arch"] = extra.get("arch") or "unknown"
+    extra["device"] = extra["device"] or "unknown"
+    bench["extra_info"] = extra
+    return bench
+
+
+def _model(row: dict, bench: dict) -> dict:
+    raw = row.get("model") if isinstance(row.get("model"), dict) else {}
+    model = _tuple({k: v for k, v in raw.items() if k != "origins"},
+                   ("name", "type", "backend"), {"name": "unknown", "type": "unknown"})
+    origins = [str(o) for o in raw.get("origins") or [] if o]
+    model["origins"] = origins or [bench["name"]]
+    return model
+
+
+def _metric(path: Path, row: dict, where: str) -> dict:
+    raw = row["metric"] if isinstance(row["metric"], dict) else {}
+    values = raw.get("benchmark_values")
+    values = values if isinstance(values, list) else [values]
+    nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+            and math.isfinite(v)]
+    if not raw.get("name") or not nums:
+        raise problem(path, f"{where}.metric", "no name or no finite benchmark_values",
+                      "a v3 metric {name, benchmark_values: [number, ...]}")
+    target = raw.get("target_value")
+    extra = _map(raw.get("extra_info"))
+    # A name ending in "(unit)" says its unit, as upstream's "..._usage(mb)" and
+    # benchflow's "latency median (ms)" do.
+    tail = str(raw["name"]).rstrip()
+    named = tail[tail.rfind("(") + 1:-1].strip() if tail.endswith(")") and "(" in tail else ""
+    extra["unit"] = extra.get("unit") or named or "unknown"
+    return {"name": str(raw["name"]), "benchmark_values": [float(v) for v in nums],
+            "target_value": float(target) if isinstance(target, int | float)
+            and math.isfinite(target) else 0.0, "extra_info": extra}
+
+
+def _runner(raw) -> dict:
+    out = _tuple(raw, RUNNER_STR, {"name": "unknown", "type": "unknown"})
+    for key in RUNNER_INT:
+        value = (raw or {}).get(key) if isinstance(raw, dict) else None
+        out.pop(key, None)
+        out["extra_info"].pop(key, None)
+        out[key] = int(value) if isinstance(value, int | float) and value >= 0 else 0
+    return out
+
+
+def normal_row(path: Path, row: dict, where: str) -> dict:
+    """One v3 record in the table's shape, without its metadata columns."""
+    bench = _benchmark(row)
+    runners = row.get("runners") if isinstance(row.get("runners"), list) else []
+    deps = row.get("dependencies") if isinstance(row.get("dependencies"), dict) else {}
+    inputs = row.get("inputs") if isinstance(row.get("inputs"), dict) else {}
+    return {
+        "benchmark": bench, "model": _model(row, bench),
+        "inputs": {str(k): _tuple(v, ("dtype",), {}) for k, v in inputs.items()},
+        "dependencies": {str(k): _tuple(v, ("repo", "branch", "sha", "version"),
+                                        {"version": "unknown"}) for k, v in deps.items()},
+        "runners": [_runner(r) for r in runners] or [dashboard.runner({})],
+        "metric": _metric(path, row, where),
+    }
+
+
+def runs(path: Path, doc, timestamp: int | None) -> list:
+    records = doc if isinstance(doc, list) else [doc]
+    groups: dict[tuple, list] = {}
+    for i, rec in enumerate(records):
+        if "metric" not in rec:  # upstream: "not a benchmark record, skipping"
+            continue
+        where = f"records[{i}]"
+        if rec.get("timestamp") not in (None, "", 0):
+            when = unix_time(rec["timestamp"], path, f"{where}.timestamp")
+        elif timestamp is not None:
+            when = timestamp
+        else:
+            raise problem(path, f"{where}.timestamp", "absent (a v3 file's rows need not "
+                          "say when they ran)", "--timestamp (unix seconds or ISO-8601)")
+        key = (when, *(str(rec.get(k) or "") for k in GROUP[1:]))
+        groups.setdefault(key, []).append((rec, normal_row(path, rec, where)))
+    out = []
+    for key, members in groups.items():
+        meta = dict(zip(GROUP[1:], key[1:], strict=True))
+        meta["name"] = str(members[0][0].get("name") or "")
+        out.append(make_run(SOURCE, path, key[0], [row for _, row in members],
+                            {k: v for k, v in meta.items() if k in META_KEYS}))
+    return out

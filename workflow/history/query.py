@@ -1,0 +1,98 @@
+"""Reading the store: the series of a case (or a glob of cases) and metric, as detect
+and the page take them (contract: one point per run, sorted by (timestamp, run_id),
+invocation-level values and their median), and the list of runs `history show` prints
+without a pattern."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import UTC, datetime
+
+from workflow.history import sql
+
+# Which way is better, by unit: time, counts and sizes go down; rates, ratios and
+# accuracy go up. A unit not named here (a v3 file's own) is judged by its metric name.
+LOWER_UNITS = frozenset({"ms", "s", "us", "ns", "count", "bytes", "MB", "GB", "KB",
+                         "MiB", "GiB"})
+HIGHER_UNITS = frozenset({"GFLOP/s", "TFLOP/s", "%", "x", "pcc", "tokens/s",
+                          "samples/s", "GB/s"})
+HIGHER_WORDS = ("speedup", "throughput", "accuracy", "tok/s", "tokens/s", "flops",
+                "bandwidth", "/s")
+
+
+def direction(metric: str, unit: str) -> str:
+    if unit in LOWER_UNITS:
+        return "lower"
+    if unit in HIGHER_UNITS:
+        return "higher"
+    name = metric.lower()
+    return "higher" if any(w in name for w in HIGHER_WORDS) else "lower"
+
+
+def iso(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def versions(dependencies: dict) -> dict[str, str]:
+    """{dependency: version} of a dependencies map, its tuples read back as objects or
+    as arrays (output_format_json_named_tuples_as_objects, which a server may set)."""
+    return {name: dep["version"] if isinstance(dep, dict) else dep[3]
+            for name, dep in (dependencies or {}).items()}
+
+
+def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
+    """One point a run, sorted by (timestamp, run id); a run with two rows for one
+    series (a v3 file may repeat one) is one point holding both rows' values."""
+    merged: dict[str, list] = {}
+    stamps: dict[str, int] = {}
+    unclean: set[str] = set()
+    for run_id, stamp, values, bad in zip(row["run_ids"], row["timestamps"], row["values"],
+                                          row["unclean"], strict=True):
+        merged.setdefault(run_id, []).extend(map(float, values))
+        stamps[run_id] = int(stamp)
+        if bad:
+            unclean.add(run_id)
+    out = []
+    for run_id in sorted(merged, key=lambda r: (stamps[r], r)):
+        run, values, stamp = facts[run_id], merged[run_id], stamps[run_id]
+        # A run's rows share its timestamp: its time is formatted once, in runs().
+        out.append({"run_id": run_id, "timestamp": stamp,
+                    "time": run["time"] if run["timestamp"] == stamp else iso(stamp),
+                    "head_sha": run["head_sha"],
+                    "head_branch": run["head_branch"], "repo": run["repo"],
+                    "workflow_id": run["workflow_id"], "versions": run["versions"],
+                    "host": run["host"], "values": values,
+                    # Disturbed by outside load, as its run's protocol judged:
+                    # shown, never used to locate a change (history/detect.py).
+                    "clean": run_id not in unclean,
+                    "value": statistics.median(values) if values else float("nan")})
+    return out
+
+
+def series(store, pattern: str = "*", metric: str | None = sql.LATENCY) -> list[dict]:
+    """Every series whose case id `pattern` names (exactly or as an fnmatch glob) for
+    `metric` (None: every metric), sorted by id."""
+    rows = store.rows(sql.series(pattern, metric))
+    if not rows:
+        return []
+    facts = {run["run_id"]: run for run in runs(store)}
+    return [{"id": f"{row['case_id']} :: {row['metric']}", "case_id": row["case_id"],
+             "metric": row["metric"], "unit": row["unit"],
+             "direction": direction(row["metric"], row["unit"]),
+             "points": _points(row, facts)} for row in rows]
+
+
+def runs(store) -> list[dict]:
+    """Every run, oldest first: run_id, timestamp, time, head_sha, head_branch, repo,
+    workflow_id, name, source, rows, host (the first runner's hostname, else its type),
+    versions."""
+    out = []
+    for row in store.rows(sql.runs()):
+        stamp = int(row["timestamp"])
+        host = row.pop("hostname") or row["runner_type"]
+        row.pop("runner_type")
+        deps = row.pop("dependencies")
+        out.append({**row, "timestamp": stamp, "time": iso(stamp), "host": host,
+                    "rows": int(row["rows"]), "workflow_id": int(row["workflow_id"]),
+                    "versions": versions(deps)})
+    return out
