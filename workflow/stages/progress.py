@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from workflow.errors import ConfigError
-from workflow.paths import AB, GATE, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
+from workflow.paths import AB, GATE, HISTORY_HTML, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.records.storage import read_json
 from workflow.render import progress as render
 from workflow.stages.resources import ESTIMATE_MARGIN, JOB_OVERHEAD_S
@@ -63,7 +63,7 @@ def planned_seconds(runtime_min) -> float | None:
 
 def report_files(root: Path) -> list[str]:
     """The report files there are, the readable ones first."""
-    return [p for p in (REPORT_MD, REPORT_HTML, REPORT_CSV, REPORT, AB, GATE)
+    return [p for p in (REPORT_MD, REPORT_HTML, HISTORY_HTML, REPORT_CSV, REPORT, AB, GATE)
             if (root / p).exists()]
 
 
