@@ -18,6 +18,7 @@ SOURCES = (
     ("special files", "tests.test_special_files"),
     ("command line", "tests.test_cli_edges"),
     ("faults while running", "tests.test_faults"),
+    ("history inputs", "tests.test_malformed_history"),
 )
 
 

@@ -81,11 +81,15 @@ def _open(args, create: bool = False):
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    history, _, st, where = _open(args, create=True)
+    from workflow.stages import history
+
     overrides = {k: getattr(args, k) for k in ("repo", "head_branch", "head_sha", "name")
                  if getattr(args, k)}
+    # Every file read and checked first: a bad one leaves the store as it was (or absent).
+    runs = history.read(args.files, overrides=overrides, timestamp=args.timestamp)
+    _, _, st, where = _open(args, create=True)
     try:
-        done = history.ingest(args.files, st, overrides=overrides, timestamp=args.timestamp)
+        done = history.ingest(runs, st)
     finally:
         st.close()
     for run_id in done["ingested"]:

@@ -67,16 +67,21 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def ingest(paths: list[Path], st, *, overrides: dict | None = None,
-           timestamp: int | None = None, suite_dir: Path | None = None) -> dict:
-    """Every run of every file, read and checked first (bad input refuses them all before
-    anything is written), then ingested; a run already in the store adds nothing."""
+def read(paths: list[Path], *, overrides: dict | None = None, timestamp: int | None = None,
+         suite_dir: Path | None = None) -> list:
+    """Every run of every file, read and checked, their metadata filled: bad input
+    refuses them all before any store is opened or anything written."""
     runs = []
     for path in paths:
         runs += read_runs(Path(path), timestamp=timestamp)
     for run in runs:
         fill_meta(run, env=os.environ, overrides=overrides or {},
                   suite_dir=suite_dir or Path(run.path).resolve().parent)
+    return runs
+
+
+def ingest(runs: list, st) -> dict:
+    """The runs' measurements the store lacks (history/ingest.py)."""
     return ingesting.ingest(st, runs)
 
 
@@ -110,9 +115,10 @@ def history_job(report: str, html: str, summary: str, settings: dict) -> None:
     """The `history` rule: the finished report into the suite's store, then the page and
     results/history.json. A change point found is printed to the log, never a failure
     (`benchflow history detect` is the gate)."""
+    runs = read([Path(report)], suite_dir=Path.cwd())
     st = store_of(settings, create=True)
     try:
-        done = ingest([Path(report)], st, suite_dir=Path.cwd())
+        done = ingest(runs, st)
         result = write_page(Path(html), st, settings, location=where(settings))
     finally:
         st.close()

@@ -45,7 +45,9 @@ def runs(path: Path, doc, timestamp: int | None, reuse: bool = False) -> list:
         report = rep.read_report(path, results_files=True, case_requires=CASE_REQUIRES,
                                  parsed=doc if reuse else None)
     except rep.ReportError:
-        report = _upgraded(path, doc)
+        # Only a document of plain JSON may be an older report to upgrade: one holding
+        # NaN or Infinity was refused for that (a report's numbers are finite).
+        report = _upgraded(path, doc) if reuse else None
         if report is None:
             raise
     if "kind" not in report:
