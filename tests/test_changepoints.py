@@ -108,13 +108,17 @@ def test_one_disturbed_run_is_not_a_change_point():
 
 def test_a_disturbed_newest_run_is_not_a_change_point():
     # Otava's t-test flags a lone last run 1.5x off (one run after the split); one run
-    # has no run-to-run spread to judge it by, so it waits for the next run
+    # has no run-to-run spread to judge it by, so it waits for min_side_runs (3) of them
     values = runs()
     values[-1] = [v * 1.5 for v in values[-1]]
     assert detect(values, direction="lower", settings=SETTINGS) == []
     values.append([v * 1.5 for v in runs(n=1, seed=7)[0]])
+    assert detect(values, direction="lower", settings=SETTINGS) == []
+    assert [cp["index"] for cp in detect(values, direction="lower", settings=replace(
+        SETTINGS, min_side_runs=2))] == [9]
+    values.append([v * 1.5 for v in runs(n=1, seed=8)[0]])
     [cp] = detect(values, direction="lower", settings=SETTINGS)
-    assert (cp["index"], cp["runs_after"]) == (9, 2)
+    assert (cp["index"], cp["runs_after"]) == (9, 3)
 
 
 def test_steps_are_judged_on_invocations_not_only_medians():
@@ -197,20 +201,20 @@ def test_since_ambiguous_sha_prefix():
 
 
 def test_runs_the_protocol_marked_disturbed_are_left_out():
-    """The two newest runs slow are a step (two runs a side); the same two runs marked
+    """The three newest runs slow are a step (min_side_runs a side); the same runs marked
     disturbed by the measurement protocol (timing.disturbed) are drawn but not used: no
     change point, and the series says how many were left out. A real step after a
     marked run is still found, at its own run."""
     values = runs(12)
-    for i in (10, 11):
+    for i in (9, 10, 11):
         values[i] = [v * 1.5 for v in values[i]]
     plain = series("c", values)
-    assert [cp["index"] for cp in detect_series([plain], SETTINGS)["change_points"]] == [10]
+    assert [cp["index"] for cp in detect_series([plain], SETTINGS)["change_points"]] == [9]
     marked = series("c", values)
-    for i in (10, 11):
+    for i in (9, 10, 11):
         marked["points"][i]["clean"] = False
     result = detect_series([marked], SETTINGS)
-    assert result["change_points"] == [] and result["series"][0]["left_out"] == 2
+    assert result["change_points"] == [] and result["series"][0]["left_out"] == 3
     stepped = series("c", runs(14, step_at=9))
     stepped["points"][3]["clean"] = False
     (cp,) = detect_series([stepped], SETTINGS)["change_points"]

@@ -122,9 +122,8 @@ OUTPUT_BLOCKS = {
                                        "(tests/test_attribution_e2e.py prints it)",
     "Similar sync/iree/ln_linear_gelu": "compare's explanation of a fusion change "
                                         "(tests/test_attribution_e2e.py prints it)",
-    "$ benchflow history detect": "detect's and show's output on this machine's real runs "
-                                  "of the default suite (their lines' shape: "
-                                  "tests/test_history_cli.py)",
+    "$ benchflow history detect": "detect's and show's output on eight real nightly runs "
+                                  "here (their lines' shape: tests/test_history_cli.py)",
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
 # suite of iree-test-suites' files validates without the checkout it points at).

@@ -166,8 +166,9 @@ def cp_detail(cp: dict, points: list[dict], unit: str) -> str:
     i, point = cp["index"], points[cp["index"]]
     before = points[i - 1]
     lo, hi = cp["ci95"]
-    return (f"{cp_label(cp, point)}: run {i + 1} of {len(points)} ({point['time']}, "
-            f"branch {point['head_branch'] or '?'}), after "
+    branch = f", branch {point['head_branch']}" if point["head_branch"] else ""
+    return (f"{cp_label(cp, point)}: run {i + 1} of {len(points)} ({point['time']}"
+            f"{branch}), after "
             f"{before['head_sha'][:8] or f'run {i}'} ({before['time']}); median "
             f"{c.fmt(cp['before'])} to {c.fmt(cp['after'])} {unit} over "
             f"{cp['runs_before']} and {cp['runs_after']} runs; ratio {c.fmt(cp['ratio'])}, "

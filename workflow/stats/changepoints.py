@@ -32,10 +32,6 @@ RESAMPLES = 2000
 # Resamples drawn at a time, so that a long segment (365 runs x 12 invocations) stays a
 # few tens of MB.
 CHUNK = 250
-# Runs a side of a step needs: one run has no run-to-run spread for the bootstrap to
-# resample (it would judge a single disturbed run on its invocations alone, the pooling
-# the bootstrap exists to avoid), so a lone outlier run is never a step.
-MIN_SIDE_RUNS = 2
 DIRECTIONS = ("lower", "higher")
 
 
@@ -49,6 +45,10 @@ class Settings:
     min_change: float
     confidence: float
     min_runs: int
+    # Runs each side of a step needs: one run has no run-to-run spread for the bootstrap
+    # to resample (it would judge a single disturbed run on its invocations alone, the
+    # pooling the bootstrap exists to avoid), so a lone outlier run is never a step.
+    min_side_runs: int
     seed: int
 
 
@@ -62,7 +62,7 @@ def detect(values_per_run: list[list[float]], *, direction: str,
     runs = [np.asarray(v, dtype=np.float64) for v in values_per_run]
     if any(r.size == 0 or not np.all(np.isfinite(r)) for r in runs):
         raise ValueError("every run needs at least one finite value")
-    if len(runs) < max(settings.min_runs, 2 * MIN_SIDE_RUNS):
+    if len(runs) < max(settings.min_runs, 2 * settings.min_side_runs):
         return []
     candidates = _candidates(_medians(runs), settings)
     kept: list[dict] = []
@@ -103,7 +103,7 @@ def _judge(runs: list[np.ndarray], start: int, index: int, stop: int,
     """The step at `index` judged on runs[start:index] against runs[index:stop]; None
     when it is not kept."""
     before, after = runs[start:index], runs[index:stop]
-    if len(before) < MIN_SIDE_RUNS or len(after) < MIN_SIDE_RUNS:
+    if min(len(before), len(after)) < settings.min_side_runs:
         return None
     m_before = float(np.median(np.concatenate(before)))
     m_after = float(np.median(np.concatenate(after)))
