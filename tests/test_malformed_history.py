@@ -39,6 +39,8 @@ CASES = [
      "'yesterday' is no run id or commit in the history and no date; expected a run id"),
     ("history-no-series", "`history detect` with a glob that names no case",
      "no series matches 'nothing/*'"),
+    ("history-no-server", "`history show --url` naming a port where no server listens",
+     "u:***@127.0.0.1:1/benchmark: history.url: cannot reach the ClickHouse server"),
 ]
 
 
@@ -88,6 +90,9 @@ MAKE = {
                                           "--since", "yesterday"]),
     "history-no-series": lambda tmp: (2, ["detect", "nothing/*", "--store",
                                           _store_with_one_run(tmp)]),
+    # Port 1: nothing listens there; the password must not appear in the message.
+    "history-no-server": lambda tmp: (1, ["show", "--url",
+                                          "http://u:secretpw@127.0.0.1:1/benchmark"]),
 }
 
 
@@ -104,6 +109,6 @@ def test_refused_in_one_line(tmp_path, capsys, case_id, description, expected):
     assert main(["history", *argv]) == code, description
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err, err
-    assert expected in err, err
+    assert expected in err and "secretpw" not in err, err
     if argv[0] == "ingest":  # every file is read before any store is made
         assert not (tmp_path / "store").exists()

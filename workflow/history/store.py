@@ -12,6 +12,7 @@ instance in same directory is already running"); benchflow's own lock
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,10 +211,26 @@ def _open_server(url: str) -> Store:
     try:
         import clickhouse_connect  # optional: pip install benchflow[clickhouse]
     except ImportError as exc:
-        raise ConfigError([f"{url}: history.url: clickhouse-connect is not installed; "
-                           "expected `pip install benchflow[clickhouse]`"]) from exc
-    where = _without_password(url)
-    client = clickhouse_connect.get_client(dsn=url)
+        raise ConfigError([f"{without_password(url)}: history.url: clickhouse-connect is "
+                           "not installed; expected `pip install benchflow[clickhouse]`"]
+                          ) from exc
+    from clickhouse_connect.driver.exceptions import OperationalError
+
+    where = without_password(url)
+    # clickhouse-connect also logs a failed connection on its own: the error below says it.
+    quiet = logging.getLogger("clickhouse_connect")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        client = clickhouse_connect.get_client(dsn=url)
+    except OperationalError as exc:
+        # A server that is not there (a typo'd host or port) is the user's input: one
+        # line naming it, its password left out, never a traceback.
+        reason = " ".join(str(exc).split())[:200].replace(url, where)
+        raise ConfigError([f"{where}: history.url: cannot reach the ClickHouse server "
+                           f"({reason}); expected a running server at that URL"]) from None
+    finally:
+        quiet.setLevel(level)
 
     def query(statement: str) -> bytes:
         # raw_query: the server's own bytes in the FORMAT the statement names, so both
@@ -227,7 +244,8 @@ def _open_server(url: str) -> Store:
     return Store(where=where, _query=query, _send=send, _close=client.close)
 
 
-def _without_password(url: str) -> str:
+def without_password(url: str) -> str:
+    """A server's URL as messages and pages name it: its password replaced by ***."""
     parts = urlsplit(url)
     if parts.password is None:
         return url

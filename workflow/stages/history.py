@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from workflow.errors import ConfigError
 from workflow.history import detect as detection
@@ -19,8 +18,9 @@ from workflow.history import ingest as ingesting
 from workflow.history import query
 from workflow.history.importers import read_runs
 from workflow.history.runs import fill_meta
-from workflow.history.store import open_store
+from workflow.history.store import open_store, without_password
 from workflow.records.storage import write_json, write_text
+from workflow.regression.gate import UNJUDGED
 from workflow.render import history as page
 from workflow.suite.defaults import history_defaults, history_settings
 from workflow.suite.schema import read_yaml, validate_suite
@@ -54,17 +54,8 @@ def where(config: dict, *, store: Path | None = None, url: str | None = None) ->
     """The store's location as the page and the messages name it (a server without its
     password)."""
     if url or (store is None and config.get("url")):
-        return redacted(url or config["url"])
+        return without_password(url or config["url"])
     return str(store if store is not None else config["path"])
-
-
-def redacted(url: str) -> str:
-    """A server's URL without its password, for pages and messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def read(paths: list[Path], *, overrides: dict | None = None, timestamp: int | None = None,
@@ -104,9 +95,9 @@ def write_page(out: Path, st, config: dict, *, location: str, pattern: str = "*"
     """results/history.html: every series matching `pattern`, change points marked."""
     series = query.series(st, pattern, metric)
     result = detection.detect_series(series, history_settings(config)) if series else None
-    meta = {"store": location, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "settings": {k: config[k] for k in ("window", "max_pvalue", "min_change",
-                                                "confidence", "min_runs")}}
+    # The page shows the detection's own settings (result["settings"]); without a series
+    # there is no detection, and nothing to show them for.
+    meta = {"store": location, "generated_at": datetime.now(UTC).isoformat(timespec="seconds")}
     write_text(out, page.render(series, result, meta))
     return result or {}
 
@@ -122,7 +113,7 @@ def history_job(report: str, html: str, summary: str, settings: dict) -> None:
         result = write_page(Path(html), st, settings, location=where(settings))
     finally:
         st.close()
-    outcome, lines = detection.outcome(result) if result else ("could-not-judge", [])
+    outcome, lines = detection.outcome(result) if result else (UNJUDGED, [])
     for line in lines:
         print(line)
     write_json(summary, {"ingested": done, "outcome": outcome, "detection": result})
