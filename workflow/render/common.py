@@ -32,6 +32,14 @@ _VERDICT_KEYS = (("verdict", "time"), ("dispatch_verdict", "dispatch count"),
                  ("size_verdict", "binary size"))
 
 
+def text_columns(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as plain-text lines, each column as wide as its widest cell, two
+    spaces apart (the terminal tables of `coverage` and `history show`)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
 def section(case: dict, name: str) -> dict:
     """A record section, {} when null (failed stages leave theirs null)."""
     return case.get(name) or {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from workflow.render.common import text_columns
 from workflow.stats.enums import Status
 
 # A backend's status for a model: these two of its own, else a case status (failed,
@@ -131,9 +132,7 @@ def format_coverage(cov: dict, ops: bool = False) -> str:
         rows.append([name, str(m["aten_ops"] if m["aten_ops"] is not None else "-"),
                      str(m["aten_ops_unique"] if m["aten_ops_unique"] is not None else "-"),
                      *cells])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-             for r in rows]
+    lines = text_columns(rows)
     lines.append("")
     lines += [f"{b}: {p['passing']}/{p['models']} models pass"
               for b, p in cov["passing"].items()]

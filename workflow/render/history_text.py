@@ -3,19 +3,14 @@ run's commit, branch, value, invocation range, host and versions."""
 
 from __future__ import annotations
 
-from workflow.render.common import fmt
+from workflow.render.common import fmt, text_columns
 
 # Versions shown per run, in this order: the ones a compiler or kernel change moves.
 VERSION_KEYS = ("torch", "iree", "torchao")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-              for r in rows]
-    return "\n".join(lines)
+    return "\n".join(text_columns([header, *rows]))
 
 
 def _time(iso: str | None) -> str:
