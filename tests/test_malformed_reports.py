@@ -435,3 +435,26 @@ def test_a_special_file_or_an_oversized_one_is_refused_without_reading_it(tmp_pa
         read_json_file(big)
     assert err.value.problems == [
         f"{big}: larger than 1,024 bytes; expected a JSON file below that"]
+
+
+@pytest.mark.parametrize("text, truncated", [
+    ('{"a": {"b": 1}', True),            # cut right after an inner object: ends with }
+    ('{"a": [1, 2]', True),              # ... or an inner list
+    ('{"a": 1,\n  ', True),
+    ('{"a": tru', True),                 # inside a last literal
+    ('{"a": "an unfinished str', True),  # inside a last string
+    ('{"a": 1 "b": 2}', False),          # a missing comma mid-document
+    ('{"a": 1} x', False),               # extra data after a whole document
+    ('"a" x', False),                    # not an object or a list
+])
+def test_a_document_cut_short_is_called_truncated_wherever_it_was_cut(text, truncated,
+                                                                     tmp_path):
+    """The CI once cut a record half-way right after an inner `}`: "(truncated?)" is
+    judged on where the parse stopped, not on the document's last character."""
+    from workflow.records.storage import read_json_file
+
+    path = tmp_path / "doc.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        read_json_file(path)
+    assert ("(truncated?)" in err.value.problems[0]) is truncated, err.value.problems

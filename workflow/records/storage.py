@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -87,6 +88,18 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
 
 def write_json(path: str | Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
+
+
+def _ran_out(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether a document that opens an object or a list failed only because its text
+    ended: the parser stopped at the end, or inside a last string or literal. Judged on
+    where the parse stopped, not on the last character: a copy cut right after an inner
+    `}` ends with `}` too."""
+    if text.lstrip()[:1] not in "{[" or exc.msg == "Extra data":
+        return False
+    rest = text[exc.pos:].rstrip()
+    return (not rest or exc.msg.startswith("Unterminated string")
+            or re.fullmatch(r"[\w.+-]+", rest) is not None)
 
 
 def read_json(path: str | Path) -> Any:
@@ -181,9 +194,7 @@ def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
         doc = json.loads(text, parse_constant=lambda name: constants.append(name) or
                          float(name))
     except json.JSONDecodeError as exc:
-        stripped = text.strip()
-        cut = (" (truncated?)" if stripped[:1] in "{[" and exc.msg != "Extra data"
-               and not stripped.endswith(("}", "]")) else "")
+        cut = " (truncated?)" if _ran_out(text, exc) else ""
         raise ConfigError([f"{path}: not valid JSON{cut}: {exc.msg} at line {exc.lineno} "
                            f"column {exc.colno}"]) from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
