@@ -159,6 +159,14 @@ def test_unknown_keys_and_broken_json_are_reported(tmp_path):
     path.write_text("{")
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_file(path)
+    # A field given twice (a hand edit): JSON readers keep the second, so it is refused.
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(EVERY_FIELD)[:-1] + ', "function_run": "other"}')
+    with pytest.raises(ConfigError) as err:
+        load_file(twice)
+    assert err.value.problems == [f"{twice}: function_run: given twice; expected each key "
+                                  "once in an object (a JSON reader keeps the last value and "
+                                  "drops the first)"]
 
 
 def test_shipped_benchmarks_are_valid_and_cover_every_field(capsys):

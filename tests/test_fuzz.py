@@ -448,7 +448,7 @@ def test_a_key_that_is_no_string_is_refused_at_its_mapping(fuzz_dir, key, where,
     """Wherever a suite gets a key that is no string, in its file (YAML writes it
     unquoted) or in --config overrides, the one problem names the mapping and the key,
     before any name is matched (jsonschema's patterns raised TypeError on an int)."""
-    from workflow.records.schemas import key_path
+    from workflow.errors import key_path
 
     doc = tiny_suite()
     _at(doc, where)[key] = "x"

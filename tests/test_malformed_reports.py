@@ -118,6 +118,10 @@ CASES = [
      "invocation_medians_ms [1.0, 0]", f"cases.{CID}.invocation_medians_ms"),
     ("golden-empty-invocations", "no invocation medians", "invocation_medians_ms []",
      f"cases.{CID}.invocation_medians_ms"),
+    ("golden-duplicate-case", "a case's golden given twice, as a hand edit leaves it (a "
+     "JSON reader keeps the second and drops the first without a word)",
+     "goldens/host.json with the case's key twice in `cases`",
+     f"host.json: cases.{CID}: given twice"),
 ]
 
 REPORT_CASES = [c for c in CASES if c[0].startswith("report-")]
@@ -208,6 +212,8 @@ MAKE = {
     "golden-zero-time": lambda: _goldens_text(median_ms=0),
     "golden-zero-invocation": lambda: _goldens_text(invocation_medians_ms=[1.0, 0]),
     "golden-empty-invocations": lambda: _goldens_text(invocation_medians_ms=[]),
+    "golden-duplicate-case": lambda: _goldens_text().replace(
+        '"cases": {', f'"cases": {{"{CID}": {json.dumps(_golden_entry(median_ms=2.0))}, ', 1),
 }
 
 

@@ -16,6 +16,16 @@ class ConfigError(Exception):
         super().__init__("\n".join(self.problems))
 
 
+def key_path(parts) -> str:
+    """`skus.cpu-host.measurement.invocations`, `workloads[2].model`; `<top>` for the root."""
+    out = ""
+    for part in parts:
+        if not isinstance(part, int) and not str(part).isprintable():
+            part = repr(part)  # a key with a newline must not start a line of its own
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top>"
+
+
 class StageError(Exception):
     """A failed stage (export, compile, run, verify): recorded in the case, never raised past it."""
 

@@ -24,7 +24,7 @@ def read_for_update(path: str | Path, case_id: str) -> dict:
     """A benchmark file as it is (every field kept), to record goldens in; ConfigError
     naming the case whose goldens it was to take when it cannot be read."""
     try:
-        return read_json_file(path)
+        return read_json_file(path, unique_keys=True)
     except ConfigError as exc:
         raise ConfigError([f"{p} (cannot update the goldens of this benchmark file, case "
                            f"{case_id})" for p in exc.problems]) from None

@@ -13,10 +13,10 @@ from pathlib import Path
 from workflow.benchfile import resolve
 from workflow.benchfile.flags import OWNED_FLAGS, REPETITIONS_FLAG, WARMUP_FLAG
 from workflow.benchfile.goldens import of_key
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
-from workflow.records.schemas import key_path, schema_problems
+from workflow.records.schemas import schema_problems
 from workflow.records.storage import read_json_file
 
 # A file's id, <model>.<name>, matched whole (fullmatch: no trailing newline).
@@ -168,7 +168,7 @@ def load_file(path: str | Path, model: str | None = None,
     `where`: how its files are found (default: the file's model directory's parent is
     the benchmarks root, the upstream defaults for the rest)."""
     path = Path(path)
-    data = read_json_file(path)
+    data = read_json_file(path, unique_keys=True)
     problems = file_problems(data, str(path))
     if problems:
         raise ConfigError(problems)

@@ -37,9 +37,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from workflow.benchfile.flags import OWNED_COMPILE_FLAGS, OWNED_FLAGS, TOOLS, flag_paths
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.files import LOOP, file_problem, read_bytes
-from workflow.records.schemas import key_path
 from workflow.records.storage import MAX_JSON_BYTES
 
 OUTSIDE = "path resolves outside the directories a benchmark file may read"

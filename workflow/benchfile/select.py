@@ -16,10 +16,9 @@ from pathlib import Path
 
 from workflow.benchfile.parse import ID_RE, BenchmarkFile, default_dir, load_file
 from workflow.benchfile.resolve import OUTSIDE, Locations
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.files import directory_problem
 from workflow.paths import MAX_ID
-from workflow.records.schemas import key_path
 
 
 def backend_devices() -> dict[str, tuple[str, ...]]:

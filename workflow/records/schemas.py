@@ -1,7 +1,7 @@
 """JSON schemas: the package's workflow/schemas/*.schema.json (`load`, from
 workflow.schemas, the one loader, re-exported for the layers above records), schema
 files by path (config/schema.yaml), one validator factory, and one wording of
-their problems (`schema_problems`, `key_path`) for every reader of user files.
+their problems (`schema_problems`) for every reader of user files.
 
 Every schema is JSON Schema 2020-12. A validator made with `fill_defaults=True` also
 writes each missing property's `default` into the instance it validates: jsonschema's
@@ -26,6 +26,7 @@ import regress
 import yaml
 from jsonschema.protocols import Validator
 
+from workflow.errors import key_path
 from workflow.files import read_bytes
 from workflow.records.storage import MAX_JSON_BYTES
 from workflow.schemas import load  # noqa: F401 - the package's schemas, read here too
@@ -94,16 +95,6 @@ def validator(schema: dict, *, fill_defaults: bool = False,
 
 # Problems as users read them, `file: key.path: what was expected`: for suites, golden
 # files and benchmark files alike, so here below all of their readers.
-def key_path(parts) -> str:
-    """`skus.cpu-host.measurement.invocations`, `workloads[2].model`; `<top>` for the root."""
-    out = ""
-    for part in parts:
-        if not isinstance(part, int) and not str(part).isprintable():
-            part = repr(part)  # a key with a newline must not start a line of its own
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<top>"
-
-
 def _expected(error: jsonschema.ValidationError) -> str:
     """Turns a jsonschema error into 'what was expected' wording."""
     v, schema = error.validator, error.validator_value

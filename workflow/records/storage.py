@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.files import read_bytes, write_target
 
 
@@ -174,11 +174,13 @@ def touch_empty(path: str | Path) -> None:
 MAX_JSON_BYTES = 512 * 2**20
 
 
-def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
+def read_json_file(path: str | Path, *, constants_ok=None, unique_keys: bool = False) -> Any:
     """A JSON document a user gave benchflow (a benchmark file, a golden file, a report):
     any way it can be unreadable is a ConfigError `path: problem` in one line, never
     another exception. NaN and Infinity are refused unless `constants_ok(document)`
-    says the document's format allows them (Forge's results lists)."""
+    says the document's format allows them (Forge's results lists). `unique_keys`, for
+    files people edit by hand: a key given twice in one object is refused, where JSON
+    readers keep the last value and drop the first without a word."""
     path = Path(path)
     # A FIFO, a device or a directory is refused, never read (files.read_bytes).
     raw = read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file")
@@ -190,9 +192,18 @@ def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
     if not text.strip():
         raise ConfigError([f"{path}: empty file"])
     constants: list[str] = []
+    twice: list[tuple[dict, str]] = []  # (object, its key given twice)
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        obj = dict(items)
+        if len(obj) < len(items):
+            keys = [k for k, _ in items]
+            twice.extend((obj, k) for k in obj if keys.count(k) > 1)
+        return obj
+
     try:
         doc = json.loads(text, parse_constant=lambda name: constants.append(name) or
-                         float(name))
+                         float(name), object_pairs_hook=pairs if unique_keys else None)
     except json.JSONDecodeError as exc:
         cut = " (truncated?)" if _ran_out(text, exc) else ""
         raise ConfigError([f"{path}: not valid JSON{cut}: {exc.msg} at line {exc.lineno} "
@@ -203,4 +214,27 @@ def read_json_file(path: str | Path, *, constants_ok=None) -> Any:
         raise ConfigError([f"{path}: not valid JSON: nested too deeply"]) from None
     if constants and not (constants_ok and constants_ok(doc)):
         raise ConfigError([f"{path}: not valid JSON: {constants[0]} is not a JSON number"])
+    if twice:
+        where = _paths_of(doc, {id(obj) for obj, _ in twice})
+        raise ConfigError([f"{path}: {key_path(where[id(obj)] + [k])}: given twice; expected "
+                           "each key once in an object (a JSON reader keeps the last value "
+                           "and drops the first)" for obj, k in twice
+                           # an object inside a dropped value: its parent's key is named
+                           if id(obj) in where])
     return doc
+
+
+def _paths_of(doc: Any, wanted: set[int]) -> dict[int, list]:
+    """Where in a parsed document each wanted object (by identity) sits, as key_path parts.
+    Hooks see an object before its parent exists, so its path is found afterwards."""
+    found: dict[int, list] = {}
+    stack: list[tuple[Any, list]] = [(doc, [])]
+    while stack and len(found) < len(wanted):
+        node, parts = stack.pop()
+        if id(node) in wanted:
+            found[id(node)] = parts
+        items = (node.items() if isinstance(node, dict)
+                 else enumerate(node) if isinstance(node, list) else ())
+        stack.extend((child, parts + [key]) for key, child in items
+                     if isinstance(child, (dict, list)))
+    return found

@@ -15,11 +15,11 @@ from typing import Any
 
 import yaml
 
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.files import file_problem, read_bytes
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
-from workflow.records.schemas import key_path, schema_problems
+from workflow.records.schemas import schema_problems
 
 CONFIG_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"

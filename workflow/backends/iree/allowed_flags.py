@@ -22,7 +22,7 @@ an upgrade that renames or drops one fails there, loudly.
 
 from __future__ import annotations
 
-from workflow.records.schemas import key_path
+from workflow.errors import key_path
 
 # The version the lists were made for (messages name it; the tool test checks it).
 MADE_FOR = "3.13"
