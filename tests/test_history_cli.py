@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from workflow.cli.main import main
+from workflow.render import dashboard
 
 SOURCE = "tests/data/report_iree.json"
 SLOW = "host/iree/linear-64x128x64-f32/baseline"
@@ -116,6 +117,22 @@ def test_a_report_ingested_twice_adds_nothing(tmp_path, capsys, nights):
     code, after = history(capsys, "show", "--store", store, "--format", "json")
     assert json.loads(after) == json.loads(before)
     assert len(json.loads(after)) == 3
+
+
+def test_a_reports_dashboard_json_is_the_same_measurements(tmp_path, capsys, nights):
+    """results/dashboard.json holds the report's numbers again: ingested after the report
+    (no --timestamp needed: its rows say when they were measured), it adds nothing."""
+    paths, _ = nights
+    store = str(tmp_path / "store")
+    code, out = history(capsys, "ingest", str(paths[0]), "--store", store)
+    assert code == 0 and "1 run(s) ingested" in out, out
+    code, before = history(capsys, "show", "--store", store, "--format", "json")
+    dash = tmp_path / "dashboard.json"
+    dash.write_text(json.dumps(dashboard.records(json.loads(paths[0].read_text()))))
+    code, out = history(capsys, "ingest", str(dash), "--store", store)
+    assert code == 0 and "0 run(s) ingested" in out and "already in the history" in out, out
+    code, after = history(capsys, "show", "--store", store, "--format", "json")
+    assert json.loads(after) == json.loads(before)
 
 
 def test_show_lists_the_series_with_its_commits(tmp_path, capsys, nights):

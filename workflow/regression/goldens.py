@@ -84,7 +84,7 @@ def read(path: str | Path, sku: str | None = None) -> dict:
             raise ConfigError([f"{path}: file not found"])
         return empty(sku)
     # NaN and Infinity are parsed so that problems_of names the case that holds them.
-    data = read_json_file(path, constants_ok=lambda doc: True)
+    data = read_json_file(path, constants_ok=lambda doc: True, unique_keys=True)
     problems = problems_of(data, str(path))
     if problems:
         raise ConfigError(problems)

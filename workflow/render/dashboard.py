@@ -183,6 +183,10 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
                 "backend": case["backend"], "recipe": case["recipe"],
                 "dtype": case["dtype"], "compile_mode": case.get("compile_mode"),
                 "case_id": case["id"], "suite": prov.get("suite_name"),
+                # When its numbers were taken: a history ingest of this file knows them for
+                # the same measurements as its report's (history/importers/v3.py).
+                "measured_at": c.section(case, "timing").get("measured_at")
+                or c.section(case, "provenance").get("started_at"),
                 "config_hash": prov.get("config_hash"),
                 "noisy": c.section(case, "timing").get("noisy"),
                 # Outside load during its kept invocations: every metric of the case

@@ -12,6 +12,11 @@ Rows keep their own metadata columns: they are grouped into runs by (timestamp, 
 head_branch, head_sha, workflow_id, run_attempt, job_id), as the uploader's metadata of
 one job; a row without a timestamp takes the caller's --timestamp.
 
+A row measured at a known time (benchmark.extra_info.measured_at, which benchflow's
+dashboard.json carries) keeps it as its own `timestamp`, as the report's importer gives
+it: the report and its dashboard.json are then the same measurements, ingested once; a
+run of such rows with no timestamp at all is dated by its earliest.
+
 Each row is brought to the table's shape (every tuple field present, every extra_info a
 string map): a field of a tuple the table does not have goes to that tuple's extra_info
 (e.g. a runner's total_mem_in_gb); an absent string field is "" where the table allows
@@ -172,19 +177,28 @@ def runs(path: Path, doc, timestamp: int | None) -> list:
         if "metric" not in rec:  # upstream: "not a benchmark record, skipping"
             continue
         where = f"records[{i}]"
+        row = normal_row(path, rec, where)
+        measured = row["benchmark"]["extra_info"].get("measured_at")
+        if measured:
+            row["timestamp"] = unix_time(measured, path,
+                                         f"{where}.benchmark.extra_info.measured_at")
         if rec.get("timestamp") not in (None, "", 0):
             when = unix_time(rec["timestamp"], path, f"{where}.timestamp")
         elif timestamp is not None:
             when = timestamp
+        elif measured:
+            when = None  # the run's time: its earliest measurement, once all are read
         else:
             raise problem(path, f"{where}.timestamp", "absent (a v3 file's rows need not "
                           "say when they ran)", "--timestamp (unix seconds or ISO-8601)")
         key = (when, *(str(rec.get(k) or "") for k in GROUP[1:]))
-        groups.setdefault(key, []).append((rec, normal_row(path, rec, where)))
+        groups.setdefault(key, []).append((rec, row))
     out = []
     for key, members in groups.items():
         meta = dict(zip(GROUP[1:], key[1:], strict=True))
         meta["name"] = str(members[0][0].get("name") or "")
-        out.append(make_run(SOURCE, path, key[0], [row for _, row in members],
+        rows = [row for _, row in members]
+        when = key[0] if key[0] is not None else min(row["timestamp"] for row in rows)
+        out.append(make_run(SOURCE, path, when, rows,
                             {k: v for k, v in meta.items() if k in META_KEYS}))
     return out
