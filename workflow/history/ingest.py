@@ -21,7 +21,7 @@ from functools import cache
 
 import jsonschema
 
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.history import runs as runmeta
 from workflow.history import sql
 from workflow.records import schemas
@@ -83,7 +83,7 @@ def check_rows(run) -> None:
     for i, row in enumerate(run.rows):
         error = jsonschema.exceptions.best_match(validator.iter_errors(row))
         if error is not None:
-            where = schemas.key_path([f"rows[{i}]", *error.absolute_path])
+            where = key_path([f"rows[{i}]", *error.absolute_path])
             raise ConfigError([f"{run.path}: {where}: {error.message}; expected a v3 "
                                "record as workflow/schemas/dashboard.schema.json"])
 
