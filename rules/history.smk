@@ -6,13 +6,16 @@
 # in the store adds nothing), so running it again only renders again. The store itself is
 # no output: it outlives every run, as goldens do. A regression found here never fails the
 # job; `benchflow history detect` is the gate.
-from workflow.paths import HISTORY_HTML, HISTORY_JSON, HISTORY_LOG, REPORT
+from workflow.paths import HISTORY_HTML, HISTORY_JSON, HISTORY_LOG, PEAK, REPORT
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule history:
     input:
         report=REPORT,
+        # Read beside the report by the importer (percent of peak, as dashboard.json has
+        # it): an input so that it is measured before, never after, the ingest.
+        peak=PEAK,
     output:
         html=HISTORY_HTML,
         summary=HISTORY_JSON,

@@ -124,11 +124,18 @@ def test_a_reports_dashboard_json_is_the_same_measurements(tmp_path, capsys, nig
     (no --timestamp needed: its rows say when they were measured), it adds nothing."""
     paths, _ = nights
     store = str(tmp_path / "store")
-    code, out = history(capsys, "ingest", str(paths[0]), "--store", store)
+    # As in results/: the measured peak beside the report, whose percent-of-peak figures
+    # dashboard.json carries.
+    report, peak = tmp_path / "report.json", {"gflops": 100.0, "dtype": "f32"}
+    report.write_bytes(paths[0].read_bytes())
+    (tmp_path / "peak.json").write_text(json.dumps(peak))
+    code, out = history(capsys, "ingest", str(report), "--store", store)
     assert code == 0 and "1 run(s) ingested" in out, out
     code, before = history(capsys, "show", "--store", store, "--format", "json")
     dash = tmp_path / "dashboard.json"
-    dash.write_text(json.dumps(dashboard.records(json.loads(paths[0].read_text()))))
+    records = dashboard.records(json.loads(report.read_text()), peak)
+    assert any(r["metric"]["name"] == "percent of peak (%)" for r in records)
+    dash.write_text(json.dumps(records))
     code, out = history(capsys, "ingest", str(dash), "--store", store)
     assert code == 0 and "0 run(s) ingested" in out and "already in the history" in out, out
     code, after = history(capsys, "show", "--store", store, "--format", "json")

@@ -39,6 +39,8 @@ CASES = [
      "'yesterday' is no run id or commit in the history and no date; expected a run id"),
     ("history-no-series", "`history detect` with a glob that names no case",
      "no series matches 'nothing/*'"),
+    ("history-bad-peak", "a report whose peak.json beside it holds no positive gflops",
+     "peak.json: gflops: 0; expected the measured peak in GFLOP/s"),
     ("history-no-server", "`history show --url` naming a port where no server listens",
      "u:***@127.0.0.1:1/benchmark: history.url: cannot reach the ClickHouse server"),
 ]
@@ -50,6 +52,13 @@ def _write(name: str, data: bytes):
         path.write_bytes(data)
         return path
     return make
+
+
+def _bad_peak(tmp: Path) -> Path:
+    (tmp / "peak.json").write_text(json.dumps({"gflops": 0, "dtype": "f32"}))
+    path = tmp / "report.json"
+    path.write_bytes((DATA / "report_iree.json").read_bytes())
+    return path
 
 
 def _nan_report(tmp: Path) -> Path:
@@ -82,6 +91,7 @@ MAKE = {
     "history-unknown-json": _ingest(_write("other.json", b'{"hello": "world"}')),
     "history-empty": _ingest(_write("empty.json", b"")),
     "history-nan-report": _ingest(_nan_report),
+    "history-bad-peak": _ingest(_bad_peak),
     "history-csv-no-latency": _ingest(_write(
         "bad.csv", b"name,quantization,m,k,n,device\nx,baseline,1,1,1,cpu\n")),
     "history-csv-no-time": _ingest(_copy_csv),

@@ -1,6 +1,7 @@
 """benchflow's own files: results/report.json of any 1.x schema, a `benchflow run -o`
 results file (kind benchflow-results), a Forge list whose entries hold benchflow records.
-Rows are render/dashboard.records of the report, as results/dashboard.json has them.
+Rows are render/dashboard.records of the report, as results/dashboard.json has them
+(with the percent-of-peak figures of the peak measured beside the report, peak.json).
 
 A report is one run, measured at provenance.started_at (else generated_at), with its
 git_sha as head_sha. A results file gets one record appended per `benchflow run`, so
@@ -16,14 +17,17 @@ filled from those defaults, and the report must then validate."""
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import jsonschema
 
 from workflow.errors import ConfigError
 from workflow.history.importers import make_run, problem, unix_time
+from workflow.paths import PEAK
 from workflow.records import report as rep
 from workflow.records.results_file import FORGE_RECORD_KEY, KIND, is_forge_results
+from workflow.records.storage import read_json_file
 from workflow.render import dashboard
 
 SOURCE = "benchflow-report"
@@ -60,9 +64,26 @@ def _report_run(path: Path, report: dict):
     when = prov.get("started_at") or report.get("generated_at")
     key = "provenance.started_at" if prov.get("started_at") else "generated_at"
     run_time = unix_time(when, path, key)
-    rows = measured_times(dashboard.records(report), report["cases"], path, run_time)
+    rows = measured_times(dashboard.records(report, peak_beside(path)), report["cases"],
+                          path, run_time)
     return make_run(SOURCE, path, run_time, rows,
                     {"head_sha": prov.get("git_sha"), "name": dashboard.BENCHMARK_NAME})
+
+
+def peak_beside(path: Path) -> dict | None:
+    """The machine's measured matmul peak beside a report (results/peak.json), which its
+    dashboard.json's percent-of-peak figures used: with it the report's rows are that
+    file's rows, so ingesting both adds each once. None when there is none."""
+    peak_path = path.parent / Path(PEAK).name
+    if not peak_path.is_file():
+        return None
+    peak = read_json_file(peak_path)
+    gflops = peak.get("gflops") if isinstance(peak, dict) else None
+    if isinstance(gflops, bool) or not isinstance(gflops, int | float) \
+            or not math.isfinite(gflops) or gflops <= 0:
+        raise problem(peak_path, "gflops", f"{gflops!r}", "the measured peak in GFLOP/s, a "
+                      "positive number, as `snakemake results/peak.json` writes it")
+    return peak
 
 
 def measured_times(rows: list[dict], cases: list[dict], path: Path, default: int) -> list[dict]:
