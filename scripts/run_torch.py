@@ -1,4 +1,5 @@
 # Adapter: Snakemake rule `run_torch` -> workflow.stages.torch.run_torch_batch.
+from workflow.stages.targets import time_targets
 from workflow.stages.torch import run_torch_batch
 
 run_torch_batch(
@@ -9,4 +10,6 @@ run_torch_batch(
     timeout_per_case=snakemake.config["timeouts"]["run_s"],
     out_dir=snakemake.output.batch,
     log=snakemake.log[0],
+    targets=time_targets([c["id"] for c in snakemake.params.cases], snakemake.wildcards.sku,
+                         snakemake.params.sku["measurement"], snakemake.config["goldens"]),
 )

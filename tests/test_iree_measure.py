@@ -74,14 +74,26 @@ def test_adaptive_invocations_stop_at_the_first_look_when_narrow(monkeypatch):
 
 
 def test_adaptive_invocations_go_on_while_wide_and_stop_at_the_last_look(monkeypatch):
+    # A target that max_invocations may still reach: 0.4 x sqrt(n / 24) <= 1.5 x 0.3.
     noisy = [1.0, 1.5] * 20
-    timing, used = adaptive(monkeypatch, noisy)
+    timing, used = adaptive(monkeypatch, noisy, target_rel_width=0.3)
     assert used == timing["invocations"] == 24 and timing["stop_reason"] == "max-rounds"
     assert timing["noisy_reruns"] == 0
+    assert (timing["rel_width"], timing["target_rel_width"]) == (0.4, 0.3)
+
+
+def test_a_target_out_of_reach_stops_at_the_first_look(monkeypatch):
+    """Issue 34: a loaded machine gets its wider interval sooner, labelled, instead of
+    every invocation the plan allows: at look 7 the interval (40 % wide) would still be
+    about 22 % wide at 24, far from the 2 % target."""
+    timing, used = adaptive(monkeypatch, [1.0, 1.5] * 20)
+    assert used == timing["invocations"] == 7
+    assert timing["stop_reason"] == "width-out-of-reach"
+    assert timing["ci95_ms"] == [1.0, 1.5] and timing["ci_level"] >= 0.95
 
 
 def test_adaptive_invocations_keep_to_the_seconds_budget(monkeypatch):
-    timing, used = adaptive(monkeypatch, [1.0, 1.5] * 20, budget_s=0)
+    timing, used = adaptive(monkeypatch, [1.0, 1.5] * 20, budget_s=0, target_rel_width=0.3)
     # The budget is checked from the first look on: that is where it stops.
     assert used == 7 and timing["stop_reason"] == "time-budget"
     assert timing["ci_level"] is None or timing["ci_level"] >= 0.95

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.test_torch_bench import plan_of, suite_for
+from workflow.backends.torch.characterize import characterize
 from workflow.backends.torch.ops_profile import NO_OP, op_rows, profile_ops
-from workflow.backends.torch.worker import characterize
 from workflow.records import schemas
 from workflow.records.kernels import TOP
 

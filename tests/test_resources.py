@@ -253,20 +253,22 @@ def test_torch_batches_ask_for_what_their_cases_take_and_a_retry_for_every_timeo
     eager, compiled = SimpleNamespace(compile_mode=None), SimpleNamespace(compile_mode="default")
     m = {"invocations": 5, "rerun_noisy": True, "torch_warmup_s": 0.2,
          "torch_min_run_time_s": 0.2}
-    # The worst case: 3 cases x (first pass + 10 timing passes) x 60 s + the job's minute.
+    # The worst case: 3 cases x (7 steps + the first call + 10 invocations) x 60 s + the
+    # job's minute.
     assert r.invocation_count(m) == 11
-    assert r.torch_batch_runtime_min([eager] * 3, m, {"run_s": 60}, attempt=2) == 34
-    # Expected: 11 passes x (worker start + 3 x (build + warm-up + block)) x margin.
-    per_pass = r.TORCH_WORKER_START_S + 3 * (r.TORCH_BUILD_S + 0.4)
+    assert r.torch_batch_runtime_min([eager] * 3, m, {"run_s": 60}, attempt=2) == 55
+    # Expected: one worker start + 3 x (build + 11 x (fork + warm-up + block)), x margin.
+    per_case = r.TORCH_BUILD_S + 11 * (r.TORCH_INVOCATION_S + 0.4)
     assert r.torch_batch_runtime_min([eager] * 3, m, {"run_s": 60}) == \
-        r.runtime_min(r.ESTIMATE_MARGIN * 11 * per_pass) < 34
+        r.runtime_min(r.ESTIMATE_MARGIN * (r.TORCH_WORKER_START_S + 3 * per_case)) < 55
     # A compiled case without a record assumes a cold compile; its record says better.
     cold = r.torch_batch_runtime_min([compiled], m, {"run_s": 600})
     record = {"compile": {"seconds": 0.5}, "timing": {"first_run_ms": 300.0}}
     warm = r.torch_batch_runtime_min([compiled], m, {"run_s": 600}, earlier=[record])
     assert warm < cold < r.torch_batch_runtime_min([compiled], m, {"run_s": 600}, attempt=2)
-    assert warm == r.runtime_min(r.ESTIMATE_MARGIN * 11 * (
-        r.TORCH_WORKER_START_S + r.TORCH_BUILD_S + 0.5 + 0.3 + 0.4))
+    assert warm == r.runtime_min(r.ESTIMATE_MARGIN * (
+        r.TORCH_WORKER_START_S + r.TORCH_BUILD_S + 0.5 + 0.3
+        + 11 * (r.TORCH_INVOCATION_S + 0.4)))
 
 
 def rule_blocks() -> dict[str, str]:

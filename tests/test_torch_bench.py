@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
-from workflow.backends.torch.worker import characterize, time_case
+from workflow.backends.torch.characterize import characterize
+from workflow.backends.torch.worker import time_case
 from workflow.records.case import section
 from workflow.stages.plan import torch_batch_plan
 from workflow.stages.torch import run_pass, run_torch_batch
@@ -66,7 +67,7 @@ def test_peak_memory_is_the_cases_alone(tmp_path, monkeypatch):
     """The peak is reset right before the case's module is built and read right after
     its first call: neither graph statistics (torch.export, Dynamo's explain) nor the
     unquantized module built for SQNR are in a quantized case's peak."""
-    from workflow.backends.torch import worker
+    from workflow.backends.torch import characterize as worker
 
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[16, 64, 64]]}],
                       recipes=["baseline", "int8wo"])
@@ -87,8 +88,11 @@ def test_peak_memory_is_the_cases_alone(tmp_path, monkeypatch):
             events.append(f"build {dtype}")
             return self.model.build(config, dtype, *args)
 
+    from workflow.backends.torch import prepared
+
     get_model = worker.get_model
-    monkeypatch.setattr(worker, "get_model", lambda name: SpyModel(get_model(name)))
+    for module in (worker, prepared):  # the reference and SQNR builds, and the case's own
+        monkeypatch.setattr(module, "get_model", lambda name: SpyModel(get_model(name)))
     monkeypatch.setattr(worker, "reset_peak_rss", spy("reset", worker.reset_peak_rss))
     monkeypatch.setattr(worker, "peak_rss_bytes", spy("peak", worker.peak_rss_bytes))
     monkeypatch.setattr(worker, "graph_stats_compiled",

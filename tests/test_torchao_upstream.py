@@ -174,8 +174,8 @@ def test_enable_memory_visualizer_is_accepted_and_recorded(tmp_path):
     suite = load([VISUALIZER])
     w = suite.workloads["linear-16384x16384x16384-bf16-cuda"]
     assert (w.memory_visualizer, w.memory_profiler) == (True, False)
+    from workflow.backends.torch.characterize import write_profiles
     from workflow.backends.torch.recipes import Device
-    from workflow.backends.torch.worker import write_profiles
 
     class Prepared:
         device = Device("cpu")

@@ -155,6 +155,7 @@ def _decided(member: Measured, m: dict, plan: sequential.Plan | None, spent: flo
         "noisy_reruns": 0, "stop_reason": decision.reason,
         "ci95_ms": interval if (decision.level or 0) >= 0.95 else None,
         "ci_level": decision.level if interval else None,
+        "target_rel_width": plan.target_rel_width, "rel_width": decision.rel_width,
         "sequential": {"looks": list(plan.looks), "alpha": plan.alpha,
                        "target_rel_width": plan.target_rel_width,
                        "budget_s": m["budget_s"], "method": sequential.METHOD}}

@@ -19,9 +19,11 @@ from workflow.records import schemas
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.2"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+SCHEMA_VERSION = "1.3"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
 # 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
-# kernels (per dispatch or op), provenance.model_sources (the model's files by digest)
+# kernels (per dispatch or op), provenance.model_sources (the model's files by digest);
+# 1.3: cost (seconds per phase), timing.target_rel_width, target_source, rel_width,
+# invocation_kind, stop_reason width-out-of-reach
 
 
 @cache
@@ -96,7 +98,7 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
 
 # Which sections of a case record each stage's data fills. IREE's compile stage data is
 # the compile section itself; every other stage carries its sections by name.
-SECTIONS = ("graph", "compile", "timing", "memory", "accuracy", "profile", "kernels")
+SECTIONS = ("graph", "compile", "timing", "memory", "accuracy", "profile", "kernels", "cost")
 
 
 # The sections a stage measures, which a stage not run (no-device) leaves unmeasured.
@@ -179,6 +181,8 @@ def torch_provenance(sku: dict, char: dict) -> dict:
     """What can differ between torch cases: host, threads, the SLURM job, the GPU a CUDA
     case ran on (the worker's torch.cuda)."""
     return {"host": socket.gethostname(), "torch_threads": sku["torch"]["threads"],
+            **({"torch_threads_decided": sku["torch"]["threads_decided"]}
+               if sku["torch"].get("threads_decided") else {}),
             **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
                if os.environ.get("SLURM_JOB_ID") else {}),
             **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None}}

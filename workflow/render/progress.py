@@ -43,17 +43,45 @@ def case_event(case: dict) -> dict:
             "noisy": bool(timing.get("noisy")) if timed else False,
             "verdict": c.section(case, "golden").get("verdict"),
             "verdict_text": c.verdict_text(case),
-            "reason": case_reason(case)}
+            "reason": case_reason(case),
+            "invocations": timing.get("invocations") if timed else None,
+            "stop_reason": timing.get("stop_reason") if timed else None,
+            "cost": case.get("cost")}
+
+
+# The phases a case line names, in the order they run (the record's `cost`).
+PHASES = (("worker_start_s", "start"), ("export_s", "export"), ("build_s", "build"),
+          ("quantize_s", "quantize"), ("compile_s", "compile"), ("first_call_s", "first call"),
+          ("accuracy_s", "accuracy"), ("profile_s", "profile"), ("warmup_s", "warm-up"),
+          ("timed_s", "timed"), ("invocations_s", "invocations"), ("graph_s", "graph"))
+
+
+def cost_text(cost: dict | None) -> str:
+    """'8.8 s: start 1.5, compile 0.3, warm-up 1.0, timed 3.2, profile 0.0': where the
+    case's time went, the phases of a tenth of a second or more (all of torch's warm-up
+    and timed work are inside its invocations, which are named only for IREE)."""
+    if not cost or cost.get("total_s") is None:
+        return ""
+    torch_split = cost.get("timed_s") is not None
+    parts = [f"{label} {cost[key]:.1f}" for key, label in PHASES
+             if cost.get(key) is not None and cost[key] >= 0.1
+             and not (torch_split and key == "invocations_s")]
+    return f"{cost['total_s']:.1f} s" + (f": {', '.join(parts)}" if parts else "")
 
 
 def case_text(event: dict) -> str:
-    """'ok        cpu/iree/linear-16x32x32-f32/baseline  0.01 [0.009, 0.011] ms  golden:
-    pass ×1.002'; a reason after an em dash where there is one."""
+    """'ok        cpu/iree/linear-16x32x32-f32/baseline  0.01 [0.009, 0.011] ms  (7 inv.,
+    width-reached)  golden: pass ×1.002  took 3.1 s: compile 0.4, invocations 2.5'; a
+    reason after an em dash where there is one."""
     text = f"{event['status']:<12} {event['id']}"
     if event["median_ms"] is not None:
         text += f"  {event['interval']} ms" + ("  noisy" if event["noisy"] else "")
+    if event.get("invocations"):
+        text += f"  ({event['invocations']} inv., {event['stop_reason']})"
     if event["verdict"] is not None:
         text += f"  golden: {event['verdict_text']}"
+    if event.get("cost") and cost_text(event["cost"]):
+        text += f"  took {cost_text(event['cost'])}"
     if event["reason"]:
         text += f"  — {event['reason']}"
     return text

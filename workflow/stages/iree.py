@@ -27,6 +27,7 @@ from workflow.backends.iree import tools as iree
 from workflow.backends.iree.profile import compile_statistics
 from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.errors import StageError
+from workflow.measure.cost import Cost
 from workflow.measure.disturbance import Probe
 from workflow.measure.layout import env_padding, fresh_module
 from workflow.measure.protocol import Observation, measure_one, timing_section
@@ -38,6 +39,7 @@ from workflow.stages.cases import write_case
 from workflow.stages.kernels import compiled_kernels, profiled_kernels
 from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
+from workflow.stages.targets import SKU_SOURCE, time_targets, with_target
 from workflow.stats.accuracy import compare
 from workflow.stats.enums import Status
 
@@ -228,6 +230,9 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     timing_stats = timing_section(member, m)
     timing_stats["mde_ratio"] = gate_mde(timing_stats["cv"], len(runs), gate)
+    timing_stats["invocation_kind"] = "process"
+    if timing_stats.get("target_rel_width") is not None:
+        timing_stats["target_source"] = m.get("target_source", SKU_SOURCE)
     timing_stats.update(
         repetitions=m["repetitions"], first_run_ms=first.median_ms,
         repetition_cv=[r.cv for r in runs],
@@ -391,6 +396,9 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                               timeouts, retry_failures=False)
                 for c, p in zip(cases, parts, strict=True)]
     forced = last_context == context and not any(problems)
+    # The width each case measures towards: its golden's question where it has one.
+    targets = time_targets([c["identity"]["id"] for c in cases], cases[0]["identity"]["sku"],
+                           sku["measurement"], gate) if cases and gate else {}
     listed, kept = [], {}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem in zip(cases, parts, problems, strict=True):
@@ -403,7 +411,8 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
             if reused:
                 kept[ident["id"]] = members[ident["id"]]
             else:
-                record = case_job(spec=case["spec"], identity=ident, sku=sku,
+                record = case_job(spec=case["spec"], identity=ident,
+                                  sku=with_target(sku, targets.get(ident["id"])),
                                   tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
                                   case=path, retry_failures=forced,
                                   log=IREE_CASE_LOG.format(sku=ident["sku"],
@@ -463,21 +472,30 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
         Path(path).unlink(missing_ok=True)
     for path in (log, vmfb, timing, accuracy, case):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
-           reference=reference, meta=export_meta, log=log, retry_failures=retry_failures)
-    compile_module(mlir=mlir, export_meta=export_meta, sku=sku, timeout=timeouts["compile_s"],
-                   vmfb=vmfb, meta=compile_meta, log=log)
+    clock = Cost()
+    with clock.phase("export_s"):
+        export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
+               reference=reference, meta=export_meta, log=log, retry_failures=retry_failures)
+    with clock.phase("compile_s"):
+        compile_module(mlir=mlir, export_meta=export_meta, sku=sku,
+                       timeout=timeouts["compile_s"], vmfb=vmfb, meta=compile_meta, log=log)
     # Decided here, on the machine that would measure: without the SKU's device (a GPU
     # target on a CPU-only machine) the case is compiled only (status compile-only).
     absent = iree.device_absent_reason(sku["iree"]["device"])
     if not (absent and not_run("run", timing, [compile_meta], absent)):
-        run_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
-                 inputs=inputs, sku=sku, timeout=timeouts["run_s"], timing=timing, log=log,
-                 gate=gate)
+        with clock.phase("invocations_s"):
+            run = run_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
+                           inputs=inputs, sku=sku, timeout=timeouts["run_s"], timing=timing,
+                           log=log, gate=gate)
+        # The run stage's profiling invocation, after the timed ones: its own phase.
+        profile_s = ((run.data or {}).get("kernels") or {}).get("seconds") or 0.0
+        clock.seconds["invocations_s"] -= profile_s
+        clock.seconds["profile_s"] = profile_s
     if not (absent and not_run("verify", accuracy, [compile_meta], absent)):
-        verify_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
-                    inputs=inputs, reference=reference, sku=sku, tolerances=tolerances,
-                    timeout=timeouts["verify_s"], accuracy=accuracy, log=log)
+        with clock.phase("accuracy_s"):
+            verify_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
+                        inputs=inputs, reference=reference, sku=sku, tolerances=tolerances,
+                        timeout=timeouts["verify_s"], accuracy=accuracy, log=log)
     # Judged against the goldens as they are now (not a job input: blessing must not
     # re-measure); the report step judges every IREE case again with the goldens then.
     goldens = golden_path(gate["dir"], identity["sku"])
@@ -486,4 +504,6 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
                       goldens=str(goldens) if goldens.exists() else None, gate=gate,
                       # The model's source files by digest: what `compare` names when
                       # a model was edited between two runs (regression/explain.py).
-                      provenance={"job_key": key, "model_sources": keys.sources_of(spec)})
+                      provenance={"job_key": key, "model_sources": keys.sources_of(spec)},
+                      cost={**clock.seconds, "total_s": sum(clock.seconds.values())})
+

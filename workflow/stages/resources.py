@@ -312,21 +312,28 @@ def torch_batch_mem_mb(workloads, attempt: int = 1) -> int:
 
 
 # A torch worker process before its first case: python, torch and torchao imported
-# (2-core CI machine: 3 to 5 s a pass of the default suite's batches, whose cases take
-# well under a second each once built).
+# (2-core CI machine: 1.5 to 3.5 s). One worker measures the whole batch.
 TORCH_WORKER_START_S = 5.0
-# One case in one worker beyond its timed block and warm-up: the model built (and
-# quantized) from its seed; torch.compile's compile when the backend compiles (an
-# earlier record's compile seconds replace it; measured here 0.3 to 0.9 s for the
-# default suite's linear cases with Inductor's caches warm, and up to ~20 s cold).
+# One case in its worker before its invocations: the model built (and quantized) from its
+# seed, the fp32 reference, accuracy, the per-op profile; torch.compile's compile when the
+# backend compiles (an earlier record's compile seconds replace it; measured here 0.3 to
+# 0.9 s for the default suite's linear cases with Inductor's caches warm, and up to ~20 s
+# cold).
 TORCH_BUILD_S = 1.0
 TORCH_COMPILE_S = 20.0
+# One invocation beyond its warm-up and timed block: the fork (or fresh input buffers)
+# and torch.utils.benchmark's first estimate of the block's size.
+TORCH_INVOCATION_S = 0.3
+# A case's steps before its invocations, each of which has its own deadline of run_s
+# (the worker's "tick" lines): reference, build, quantize, first call, accuracy, profile,
+# and the graph statistics after them.
+TORCH_CASE_STEPS = 7
 
 
 def torch_case_seconds(case, measurement: dict, earlier: dict | None = None) -> float:
-    """One torch case in one worker pass: built, compiled where its backend compiles,
-    warmed up and timed (an earlier record's first call and compile time where it has
-    them)."""
+    """One torch case in its batch's worker: built, compiled where its backend compiles,
+    characterized, then every invocation the protocol may take (the first call and
+    compile time from an earlier record where it has them)."""
     m = measurement
     compiled = getattr(case, "compile_mode", None) is not None
     compile_s = TORCH_COMPILE_S if compiled else 0.0
@@ -334,25 +341,26 @@ def torch_case_seconds(case, measurement: dict, earlier: dict | None = None) -> 
     if earlier:
         compile_s = ((earlier.get("compile") or {}).get("seconds") or 0.0) if compiled else 0.0
         first_s = ((earlier.get("timing") or {}).get("first_run_ms") or 0.0) / 1000
-    return (TORCH_BUILD_S + compile_s + first_s + m.get("torch_warmup_s", 0.0)
-            + m.get("torch_min_run_time_s", 0.0))
+    invocation_s = (TORCH_INVOCATION_S + m.get("torch_warmup_s", 0.0)
+                    + m.get("torch_min_run_time_s", 0.0))
+    return TORCH_BUILD_S + compile_s + first_s + invocation_count(m) * invocation_s
 
 
 def torch_batch_runtime_min(cases, measurement: dict, timeouts: dict, attempt: int = 1,
                             earlier=None) -> int:
-    """Wall time of a run_torch job: each worker pass (characterize, then each invocation
-    the protocol may take: `invocation_count`) starts a worker and runs every case still
-    measuring, expected from the plan and the cases' earlier records (`earlier`, in the
-    order of `cases`), with the margin, at most the worst case (every case of every pass
-    at run_s), which a retry (attempt 2 on) asks for."""
-    passes = invocation_count(measurement)
-    worst = len(cases) * passes * timeouts["run_s"]
+    """Wall time of a run_torch job: a worker's start, then each case whole (its steps and
+    each invocation the protocol may take: `invocation_count`), expected from the plan
+    and the cases' earlier records (`earlier`, in the order of `cases`), with the margin,
+    at most the worst case (every step of every case at run_s), which a retry (attempt 2
+    on) asks for."""
+    steps = TORCH_CASE_STEPS + invocation_count(measurement)
+    worst = len(cases) * steps * timeouts["run_s"]
     if attempt > 1:
         return runtime_min(worst)
     earlier = earlier or [None] * len(cases)
-    per_pass = TORCH_WORKER_START_S + sum(
+    expected = TORCH_WORKER_START_S + sum(
         torch_case_seconds(c, measurement, e) for c, e in zip(cases, earlier, strict=True))
-    return runtime_min(min(ESTIMATE_MARGIN * passes * per_pass, worst))
+    return runtime_min(min(ESTIMATE_MARGIN * expected, worst))
 
 
 def ab_mem_mb(workload, attempt: int = 1) -> int:

@@ -1,11 +1,13 @@
-"""The torch stage: measures a batch of torch cases (one Snakemake job) with fresh
-worker processes, following DESIGN.md's protocol.
+"""The torch stage: measures a batch of torch cases (one Snakemake job), following
+DESIGN.md's protocol.
 
-One `characterize` process per batch, then `invocations` `time` processes, each of
-which measures every case of the batch once: the invocation (a fresh process) stays
-the unit of the statistics, while the interpreter and torch start-up is paid once per
-process rather than once per case. Cases are interleaved across processes, which also
-spreads slow drifts of the machine over all cases instead of biasing one.
+One worker process measures the batch (backends/torch/worker.py `batch`): the
+interpreter, torch and torchao start once per batch, and each case is built,
+quantized and compiled once, characterized, then timed in invocations that are
+children forked from that warm process (or in-process blocks where forking is unsafe),
+as many as the protocol's loop decides for that case with its own budget. A case that
+hangs or crashes the worker is that case's failure; a new worker goes on with the
+cases after it.
 """
 
 from __future__ import annotations
@@ -21,30 +23,31 @@ from workflow.backends.builds import interpreter_versions
 from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.measure.disturbance import available_cpus
-from workflow.measure.protocol import Measured, Observation, measure, timing_section
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
 from workflow.records.storage import write_json
+from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.keys import sources_of
 from workflow.stages.members import write_files_members
 from workflow.stats.enums import Status
-from workflow.stats.summary import median
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
              log: str | None) -> dict[str, dict]:
     """Runs one worker pass over `cases`; returns case id -> result.
 
-    A case that exceeds its deadline or crashes the worker is recorded as failed and
-    the pass goes on with the cases after it in a new worker, so one bad case never
-    costs the batch.
+    A case that exceeds its deadline (timeout_per_case for each of its steps: a phase
+    or an invocation, which the worker's "tick" lines mark) or crashes the worker is
+    recorded as failed and the pass goes on with the cases after it in a new worker,
+    so one bad case never costs the batch.
     """
     results: dict[str, dict] = {}
     python = plan.get("python") or sys.executable
     remaining = list(cases)
     while remaining:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-            json.dump({**plan, "cases": remaining}, fh)
+            # spawned_at: the worker's start is measured from here (its record's cost).
+            json.dump({**plan, "cases": remaining, "spawned_at": time.time()}, fh)
             plan_file = fh.name
         try:
             done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log)
@@ -83,6 +86,8 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
             msg = json.loads(line)
             if msg["event"] == "start":
                 current, deadline = msg["case"], time.monotonic() + timeout
+            elif msg["event"] == "tick":  # a phase or an invocation done: a new step
+                deadline = time.monotonic() + timeout
             elif msg["event"] == "result":
                 results[msg["case"]] = msg["result"]
                 current = None
@@ -99,9 +104,12 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
 
 
 def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,
-                    timeout_per_case: float, out_dir: str, log: str) -> list[dict]:
+                    timeout_per_case: float, out_dir: str, log: str,
+                    targets: dict[str, dict] | None = None) -> list[dict]:
     """Measures a batch and writes one case record per case under out_dir/cases/.
-    Golden verdicts are added at aggregation, so blessing never re-measures a batch."""
+    Golden verdicts are added at aggregation, so blessing never re-measures a batch;
+    `targets` (case id -> {rel_width, source}) is the interval width a case judged by a
+    golden needs (stages/targets.py), which only decides when it has measured enough."""
     out = Path(out_dir)
     (out / "cases").mkdir(parents=True, exist_ok=True)
     m = sku["measurement"]
@@ -110,35 +118,23 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
             "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
             "python": sku["torch"].get("python")}
     t0 = time.monotonic()
-    char = run_pass(plan, "characterize", cases, timeout_per_case=timeout_per_case, log=log)
-    live = {c["id"]: c for c in cases if char[c["id"]].get("status") == Status.OK}
-    passes = 0
-
-    def invocation(ids: list[str]) -> dict[str, Observation | str]:
-        """One worker pass: one invocation of every case still measuring."""
-        nonlocal passes
-        passes += 1
-        res = run_pass(plan, "time", [live[i] for i in ids],
-                       timeout_per_case=timeout_per_case, log=log)
-        return {i: r["error"] if r.get("status") == Status.FAILED
-                else Observation(r["median_ms"], r, r.get("disturbance")) for i, r in res.items()}
-
-    measured = measure(invocation, list(live), m)
+    targets = targets or {}
+    got = run_pass(plan, "batch", [{**c, "target": targets.get(c["id"])} for c in cases],
+                   timeout_per_case=timeout_per_case, log=log)
     measure_s = time.monotonic() - t0
     interpreter = interpreter_provenance(plan["python"], log)
     records = []
     for case in cases:
-        results = torch_results(char[case["id"]], measured.get(case["id"]), m,
-                                case["identity"]["compile_mode"])
+        results = torch_results(got[case["id"]], case["identity"]["compile_mode"])
         # With the model's source files by digest, as an IREE case's (stages/iree.py).
         data = assemble(case["identity"], results,
-                        {**torch_provenance(sku, char[case["id"]]), **interpreter,
+                        {**torch_provenance(sku, got[case["id"]]), **interpreter,
                          "model_sources": sources_of(case["workload"])})
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)
     write_json(out / "batch.json", {
         "cases": [c["id"] for c in cases], "seconds": measure_s, "threads": plan["threads"],
-        "worker_passes": 1 + passes})
+        "threads_decided": sku["torch"].get("threads_decided")})
     # Beside the batch directory: what the Snakefile checks before the next run.
     write_files_members(out_dir, {c["id"]: str(out / "cases" / f"{c['identity']['workload']}.json")
                                   for c in cases})
@@ -161,50 +157,75 @@ def interpreter_provenance(python: str | None, log: str | None) -> dict:
             "torchao_version": versions.get("torchao")}
 
 
-def torch_results(char: dict, measured: Measured | None, m: dict,
-                  compile_mode: str | None) -> list[StageResult]:
-    """A torch case's stage results for the one case assembler: `characterize` (graph,
-    accuracy, memory, profile, kernels, torch.compile's first call), then `run` (the timing
-    statistics of its invocations, measure/protocol.py's). Failures of either are
-    recorded at stage `run`."""
-    status = char.get("status")
+def torch_results(got: dict, compile_mode: str | None) -> list[StageResult]:
+    """A torch case's stage results for the one case assembler from its worker's result:
+    `characterize` (graph, accuracy, memory, profile, kernels, torch.compile's first
+    call, the cost per phase), then `run` (the timing statistics of its invocations,
+    measure/protocol.py's). Failures of either are recorded at stage `run`."""
+    status = got.get("status")
     if status == Status.UNSUPPORTED:
-        return [StageResult("characterize", Status.UNSUPPORTED, error=char["reason"])]
+        return [StageResult("characterize", Status.UNSUPPORTED, error=got["reason"])]
     if status != Status.OK:
         return [StageResult("characterize", Status.FAILED, "run",
-                            char.get("error", "unknown error"))]
+                            got.get("error", "unknown error"))]
     # `kernels`: the per-op profile (backends/torch/ops_profile.py), apart from `profile`,
     # the Chrome trace and memory snapshot files torchao's settings ask for.
-    data = {k: char[k] for k in ("graph", "accuracy", "memory", "profile", "kernels", "flops")}
-    if char.get("compile_seconds") is not None:
-        data["compile"] = {"seconds": char["compile_seconds"], "dispatch_count": None,
+    data = {k: got.get(k) for k in ("graph", "accuracy", "memory", "profile", "kernels",
+                                    "flops", "cost")}
+    if got.get("compile_seconds") is not None:
+        data["compile"] = {"seconds": got["compile_seconds"], "dispatch_count": None,
                            "binary_bytes": None, "flags": [f"mode={compile_mode}"]}
     results = [StageResult("characterize", data=data)]
-    if measured.error:
-        return [*results, StageResult("run", Status.FAILED, "run", measured.error)]
-    samples = [o.data for o in measured.kept]
-    timing = timing_section(measured, m)
-    phases = None
-    if samples and "phases_ms" in samples[0]:
-        phases = {k: median([s["phases_ms"][k] for s in samples])
-                  for k in samples[0]["phases_ms"]}
-    # torch has no --benchmark_repetitions: its timed calls per invocation are their own field.
-    timing.update(repetitions=None,
-                  calls_per_invocation=int(median([s["iterations"] for s in samples])),
-                  first_run_ms=char["first_run_ms"], phases_ms=phases)
+    if got.get("run_error"):
+        return [*results, StageResult("run", Status.FAILED, "run", got["run_error"])]
+    timing = {**got["timing"], "first_run_ms": got["first_run_ms"]}
     return [*results, StageResult("run", data={"timing": timing})]
 
 
 def with_threads(sku: dict, log: str | None) -> dict:
-    """The SKU with its torch thread count decided: `threads: 0` is what the machine can
-    give the timed process now (the CPUs it may run on, less those other processes use;
+    """The SKU with its torch thread count decided. `threads: 0` is what the machine can
+    give a timed process (the CPUs it may run on, less those other processes use;
     measure/disturbance.available_cpus), so that two threads do not stall at barriers
-    on a machine whose other core is taken. The count used is the one recorded."""
+    on a machine whose other core is taken; it is decided once per suite run, by the
+    run's first torch batch, and every batch of the run uses that count
+    (run_threads), so that two cases of one run are never measured at different
+    counts. The count used, and how it was decided, are recorded."""
     if sku["torch"]["threads"]:
-        return sku
-    threads, share = available_cpus()
+        return {**sku, "torch": {**sku["torch"], "threads_decided": "the SKU's torch.threads"}}
+    threads, how = run_threads()
     if log:
         with open(log, "a", encoding="utf-8", errors="replace") as fh:
-            fh.write(f"torch threads: {threads} (other processes used "
-                     f"{'an unknown share' if share is None else f'{share:.0%}'} of the CPUs)\n")
-    return {**sku, "torch": {**sku["torch"], "threads": threads}}
+            fh.write(f"torch threads: {threads} ({how})\n")
+    return {**sku, "torch": {**sku["torch"], "threads": threads, "threads_decided": how}}
+
+
+# The run's decision of `threads: 0`, one file per run id (RUN_ID_ENV, set by the
+# Snakefile's main process and inherited by every job, SLURM's too).
+THREADS_DIR = Path(".snakemake") / "benchflow" / "torch-threads"
+
+
+def run_threads(directory: Path = THREADS_DIR) -> tuple[int, str]:
+    """This run's torch thread count for `threads: 0` and how it was decided: read from
+    the run's file, or decided now (available_cpus) and written there first, so that
+    the run's later batches, on this machine or another node, find it. Outside a
+    Snakemake run (no run id) it is decided for this batch alone."""
+    run_id = os.environ.get(RUN_ID_ENV)
+    path = directory / f"{run_id}.json" if run_id else None
+    if path is not None and path.is_file():
+        got = json.loads(path.read_text())
+        return int(got["threads"]), got["how"]
+    threads, share = available_cpus()
+    seen = "an unknown share" if share is None else f"{share:.0%}"
+    how = (f"decided when the run's first torch batch started: other processes used {seen} "
+           "of the CPUs" if path else f"decided when this batch started: other processes "
+                                        f"used {seen} of the CPUs")
+    if path is None:
+        return threads, how
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the first writer wins: O_EXCL, so two batches of one run agree
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return run_threads(directory)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"threads": threads, "how": how}, fh)
+    return threads, how

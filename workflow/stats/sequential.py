@@ -52,6 +52,7 @@ from workflow.stats.summary import _rank, median_interval
 MEDIAN, PAIRED = "median", "paired"
 CONTINUE, NOT_A_LOOK = "continue", "not-a-look"
 WIDTH_REACHED, DECIDED, MAX_ROUNDS = "width-reached", "decided", "max-rounds"
+OUT_OF_REACH = "width-out-of-reach"
 METHOD = ("group-sequential looks (geometric schedule) with Bonferroni alpha spending "
           "(Lan & DeMets 1983) on order-statistic intervals of the median")
 
@@ -87,6 +88,11 @@ class Plan:
     target_rel_width: float = 0.02   # stop when (hi - lo) / estimate <= this
     margin: float = 0.01             # paired: the practical margin of the verdict
     growth: float = 2.0
+    # kind median: stop at a look once the target width is out of reach, i.e. the
+    # interval projected to max_rounds (its width shrinks about as 1 / sqrt(n)) would
+    # still be more than `out_of_reach` x the target. None: never (A/B pairs, whose
+    # stop is their verdict).
+    out_of_reach: float | None = None
     looks: tuple[int, ...] = field(init=False)
     alpha_look: float = field(init=False)   # alpha_j: the same at every look
 
@@ -142,7 +148,8 @@ class Plan:
 class Decision:
     stop: bool
     reason: str                      # continue | not-a-look | width-reached | decided |
-    #                                  max-rounds | the caller's final_reason
+    #                                  max-rounds | width-out-of-reach | the caller's
+    #                                  final_reason
     n: int
     estimate: float | None = None    # median (kind median) or ratio (kind paired)
     lo: float | None = None
@@ -168,7 +175,9 @@ def decide(xs: Sequence[float], plan: Plan, kind: str = MEDIAN,
     Only at the plan's looks is anything judged (elsewhere: stop False, "not-a-look").
     At a look: stop with "decided" (paired verdict regression, improvement or
     no-difference), else "width-reached" when the interval's relative width is at most
-    plan.target_rel_width, else "max-rounds" at the last look, else "continue".
+    plan.target_rel_width, else "max-rounds" at the last look, else (kind median, with
+    plan.out_of_reach) "width-out-of-reach" when even max_rounds would likely not reach
+    the target, else "continue".
     final_reason (e.g. "time-budget"): the caller stops here regardless; the interval
     then spends the alpha left (Plan.final_alpha)."""
     if kind not in (MEDIAN, PAIRED):
@@ -204,18 +213,26 @@ def decide(xs: Sequence[float], plan: Plan, kind: str = MEDIAN,
     else:
         estimate = med
     rel = (hi - lo) / abs(estimate) if estimate else math.inf
-    if final:
-        reason, stop = final_reason, True
-    elif verdict in (paired.REGRESSION, paired.IMPROVEMENT, paired.NO_DIFFERENCE):
-        reason, stop = DECIDED, True
-    elif rel <= plan.target_rel_width:
-        reason, stop = WIDTH_REACHED, True
-    elif n >= plan.max_rounds:
-        reason, stop = MAX_ROUNDS, True
-    else:
-        reason, stop = CONTINUE, False
+    reason = final_reason if final else _look_reason(plan, kind, n, rel, verdict)
+    stop = reason != CONTINUE
     return Decision(stop, reason, n, estimate, lo, hi, level, look_level, a, rel, verdict,
                     p, p_adj)
+
+
+def _look_reason(plan: Plan, kind: str, n: int, rel: float, verdict: str | None) -> str:
+    """Why a look stops (decide's docstring), or CONTINUE."""
+    if verdict in (paired.REGRESSION, paired.IMPROVEMENT, paired.NO_DIFFERENCE):
+        return DECIDED
+    if rel <= plan.target_rel_width:
+        return WIDTH_REACHED
+    if n >= plan.max_rounds:
+        return MAX_ROUNDS
+    if kind == MEDIAN and plan.out_of_reach is not None and (
+            rel * math.sqrt(n / plan.max_rounds) > plan.out_of_reach * plan.target_rel_width):
+        # A loaded machine: more rounds would buy a little less width at the whole
+        # budget's price. The interval so far holds at its level all the same.
+        return OUT_OF_REACH
+    return CONTINUE
 
 
 def paired_result(d: Sequence[float], plan: Plan, decision: Decision,

@@ -20,6 +20,7 @@ from workflow.files import file_problem, read_bytes
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
 from workflow.records.schemas import schema_problems
+from workflow.suite.torchao import with_torchao_skus
 
 CONFIG_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = REPO_ROOT / "config" / "config.yaml"
@@ -380,6 +381,7 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     if problems:
         raise ConfigError(problems)
     modules = resolve_model_modules(raw, base_dir, source)
+    raw = with_torchao_skus(raw)
     schema = suite_schema()
     # A model whose optional extra is missing is a known name the suite cannot run yet.
     from workflow.models.registry import unavailable_problems

@@ -52,6 +52,8 @@ naming the current spelling (its `x-obsolete` tables).
 
 from __future__ import annotations
 
+import copy
+
 from workflow.backends.torch.recipes import sparsity_kind, sparsity_recipe_name
 
 # torchao parses high_precision_dtype as getattr(torch, value.split(".")[-1]).
@@ -62,6 +64,18 @@ DTYPES = {f"{prefix}{name}": dtype
 # torchao model_type -> benchflow model, where the names differ in meaning.
 MODEL_TYPES = {"transformer_block": "torchao_transformer_block"}
 V1_COMPILE_KEY = "use_torch_compile"
+# torchao's runner times every case with Timer(num_threads=1) (its utils.py,
+# model_inference_time_in_ms): a torchao file that names no SKUs of its own measures on
+# one thread too, so that its numbers compare with torchao's and a batch's thread count
+# never depends on the machine's load when it starts.
+TORCHAO_SKUS = {"cpu-host": {"torch": {"threads": 1}}}
+
+
+def with_torchao_skus(raw):
+    """A torchao file (it has model_params) without `skus`: with TORCHAO_SKUS."""
+    if isinstance(raw, dict) and "model_params" in raw and "skus" not in raw:
+        return {**raw, "skus": copy.deepcopy(TORCHAO_SKUS)}
+    return raw
 
 
 def torchao_recipes(config: dict) -> list[str]:

@@ -1,0 +1,196 @@
+"""A torch case made ready to call (built, cast, quantized, compiled), how it is
+warmed up and timed, and the record's `cost` of its phases (the worker's parts:
+worker.py)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+from workflow.backends.torch.recipes import (
+    Device,
+    apply,
+    layer_reason,
+    parse,
+    torchao_kernels_loaded,
+)
+from workflow.measure.cost import Cost
+from workflow.measure.disturbance import Probe
+from workflow.models.registry import get_model, load_model_files
+
+
+class Unsupported(Exception):
+    """Raised while preparing a case that this machine or shape cannot run."""
+
+
+def probe_device(kind: str, recipe: str) -> tuple[Device, str | None]:
+    """The device a case asks for, or why this machine has none."""
+    import torch
+
+    # Only the intx recipe needs torchao's kernel library: probing it imports torchao,
+    # about a second that no other case's worker process should pay.
+    kernels = parse(recipe).family == "intx-opaque" and torchao_kernels_loaded()
+    if kind == "cpu":
+        return Device("cpu", torchao_kernels=kernels), None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            return Device("cpu", torchao_kernels=kernels), "CUDA is not available on this machine"
+        return Device("cuda", torch.cuda.get_device_capability(), torchao_kernels=kernels), None
+    return (Device("cpu", torchao_kernels=kernels),
+            f"device {kind} is not supported by benchflow's torch backends")
+
+
+def sync(device: Device) -> None:
+    if device.kind == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class Prepared:
+    """A case's module ready to call: built, cast, quantized, compiled."""
+
+    def __init__(self, case: dict, backend: dict, device: Device, cost: Cost | None = None):
+        import torch
+
+        cost = cost or Cost()
+        w = case["workload"]
+        self.case, self.device, self.mode = case, device, w["mode"]
+        load_model_files(w.get("model_modules", []))
+        model = get_model(w["model"])
+        self.recipe = parse(case["recipe"])
+        dev = "cuda" if device.kind == "cuda" else "cpu"
+        with cost.phase("build_s"):
+            inst = model.build(w["config"], w["dtype"], w["layers"], w["shape"])
+            self.flops = inst.flops
+            self.module = inst.module.to(dev)
+            self.inputs = tuple(x.to(dev) for x in inst.inputs)
+        self.pad = None  # fresh_buffers' allocation, kept while its inputs live
+        if self.recipe.quantized:
+            linears = [m.in_features for m in self.module.modules()
+                       if isinstance(m, torch.nn.Linear)]
+            why = layer_reason(self.recipe, linears)
+            if why:
+                raise Unsupported(why)
+            with cost.phase("quantize_s"):
+                apply(self.module, self.recipe, device)
+        if self.mode == "training":
+            self.module.train()
+            self.optimizer = torch.optim.AdamW(self.module.parameters(), lr=1e-4)
+        self.callable = self.module
+        if backend["kind"] == "inductor":
+            self.callable = torch.compile(self.module, mode=backend["compile_mode"],
+                                          fullgraph=backend["fullgraph"])
+
+    def forward(self):
+        import torch
+
+        with torch.no_grad():
+            return self.callable(*self.inputs)
+
+    def train_step(self) -> dict[str, float]:
+        """One training iteration with each phase timed on its own (ms)."""
+        t0 = time.perf_counter()
+        out = self.callable(*self.inputs)
+        loss = _first_tensor(out).float().square().mean()
+        sync(self.device)
+        t1 = time.perf_counter()
+        loss.backward()
+        sync(self.device)
+        t2 = time.perf_counter()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        sync(self.device)
+        t3 = time.perf_counter()
+        return {"forward": (t1 - t0) * 1e3, "backward": (t2 - t1) * 1e3,
+                "optimizer": (t3 - t2) * 1e3}
+
+    def call(self):
+        return self.train_step() if self.mode == "training" else self.forward()
+
+
+def _first_tensor(out):
+    from workflow.backends.iree.export import tensor_leaves
+
+    return tensor_leaves(out)[0]
+
+
+def numpy_outputs(out) -> list:
+    from workflow.backends.iree.export import tensor_leaves, to_numpy
+
+    return [to_numpy(t) for t in tensor_leaves(out)]
+
+
+def warm_up(prepared: Prepared, m: dict) -> int:
+    """Calls until torch_warmup_calls and torch_warmup_s are both reached; their count."""
+    calls, t0 = 0, time.perf_counter()
+    while calls < m["torch_warmup_calls"] or time.perf_counter() - t0 < m["torch_warmup_s"]:
+        prepared.call()
+        calls += 1
+    sync(prepared.device)
+    return calls
+
+
+def prepare_warm(case: dict, backend: dict, plan: dict) -> tuple[Prepared, int]:
+    """A case's module built, compiled and warmed up; also the warm-up calls it took."""
+    import torch
+
+    device, _ = probe_device(case["workload"]["device"], case["recipe"])
+    torch.set_num_threads(plan["threads"])
+    prepared = Prepared(case, backend, device)
+    return prepared, warm_up(prepared, plan["measurement"])
+
+
+def timed_block(prepared: Prepared, threads: int, min_run_time: float) -> dict:
+    """One timed block of a warm module: torch.utils.benchmark's blocked_autorange
+    (inference) or training steps with each phase timed, for at least min_run_time s."""
+    import torch.utils.benchmark as tb
+
+    if prepared.mode == "training":
+        phases: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": []}
+        totals = []
+        start = time.perf_counter()
+        while time.perf_counter() - start < min_run_time or len(totals) < 3:
+            step = prepared.train_step()
+            for k, v in step.items():
+                phases[k].append(v)
+            totals.append(sum(step.values()))
+        return {"median_ms": statistics.median(totals), "iterations": len(totals),
+                "phases_ms": {k: statistics.median(v) for k, v in phases.items()}}
+    timer = tb.Timer(stmt="fn()", globals={"fn": prepared.forward}, num_threads=threads)
+    measured = timer.blocked_autorange(min_run_time=min_run_time)
+    return {"median_ms": measured.median * 1e3,
+            "iterations": measured.number_per_run * len(measured.times)}
+
+
+def time_case(case: dict, backend: dict, plan: dict) -> dict:
+    """One in-process invocation of a case built here: warm-up, then the steady state."""
+    prepared, calls = prepare_warm(case, backend, plan)
+    block = observed_block(prepared, plan, plan["measurement"]["torch_min_run_time_s"])
+    return {**block, "warmup_calls": calls}
+
+
+def observed_block(prepared: Prepared, plan: dict, seconds: float) -> dict:
+    """timed_block, observed for outside load in this process (the timed block runs
+    here, on this process's threads: measure/disturbance.Probe timed="self"): the
+    block's figures, its CPU and wall seconds, and what disturbed it."""
+    with Probe(plan["measurement"]["disturbed_share"], timed="self") as probe:
+        block = timed_block(prepared, plan["threads"], seconds)
+    seen = probe.result()
+    return {**block, "cpu_s": seen["cpu_s"], "wall_s": seen["wall_s"], "disturbance": seen}
+
+
+def fresh_buffers(prepared: Prepared) -> None:
+    """New input tensors at new addresses, after an allocation of a random size: each
+    invocation reads its data at its own place in memory, as a fresh process would, so
+    that a placement's bias becomes noise the interval covers (measure/layout.py does
+    the same for an IREE module)."""
+    import torch
+
+    device = prepared.inputs[0].device if prepared.inputs else "cpu"
+    pad = torch.empty(random.randrange(1, 4096) * 64, dtype=torch.uint8, device=device)
+    prepared.inputs = tuple(x.clone() for x in prepared.inputs)
+    prepared.pad = pad
+
+
