@@ -1,5 +1,6 @@
 # Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree.batch_job.
 from workflow.stages.iree import batch_job
+from workflow.stages.targets import time_targets
 
 batch_job(
     cases=snakemake.params.cases,
@@ -10,4 +11,8 @@ batch_job(
     gate=snakemake.config["goldens"],
     batch=snakemake.output.batch,
     log=snakemake.log[0],
+    targets=time_targets([c["identity"]["id"] for c in snakemake.params.cases],
+                         snakemake.wildcards.sku,
+                         snakemake.config["skus"][snakemake.wildcards.sku]["measurement"],
+                         snakemake.config["goldens"]),
 )

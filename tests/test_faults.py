@@ -140,7 +140,7 @@ MODEL_CASES = [
     ("segv-torch", "forward segfaults (SIGSEGV) in the torch worker", "torch-eager",
      "failed", "run", "exited with -11 (killed by SIGSEGV)"),
     ("hang-torch", "forward sleeps forever; run_s ends the torch worker", "torch-eager",
-     "failed", "run", f"timeout after {RUN_S} s (characterize)"),
+     "failed", "run", f"timeout after {RUN_S} s (batch)"),
     ("raise-torch", "forward raises RuntimeError in the torch worker", "torch-eager",
      "failed", "run", "RuntimeError: forward failed on purpose"),
     ("ok-torch", "a healthy case in the same torch batch, after the crash and the hang",
@@ -432,7 +432,7 @@ def _enospc_trace(tmp_path, monkeypatch):
         plan = {"backend": suite.config["torch_backends"]["torch-eager"], "threads": 1,
                 "measurement": suite.config["skus"]["host"]["measurement"],
                 "tolerances": suite.config["accuracy"], "artifacts_dir": str(out)}
-        (got,) = run_pass(plan, "characterize", cases, timeout_per_case=240,
+        (got,) = run_pass(plan, "batch", cases, timeout_per_case=240,
                           log=str(tmp_path / "torch.log")).values()
         trace = out / f"{cases[0]['workload']['id']}.trace.json"
         assert got == {"status": "failed",

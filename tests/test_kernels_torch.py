@@ -1,6 +1,6 @@
 """Torch cases' per-op profiles (issue 25): torch.profiler's key_averages() as the
-record's `kernels` rows (backends/torch/ops_profile.py), recorded by the worker's
-characterize pass for eager, inductor and int8wo cases (that they reach the record
+record's `kernels` rows (backends/torch/ops_profile.py), recorded when the batch
+worker characterizes eager, inductor and int8wo cases (that they reach the record
 through the worker processes: tests/test_torch_bench.py's batch test)."""
 
 from __future__ import annotations

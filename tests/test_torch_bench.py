@@ -139,13 +139,13 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
                                  {"model": "linear", "shapes": [[8, 8, 8]]}])
     cases, plan = plan_of(suite)
     log = tmp_path / "log.txt"
-    got = run_pass(plan, "characterize", cases, timeout_per_case=20, log=str(log))
+    got = run_pass(plan, "batch", cases, timeout_per_case=20, log=str(log))
     by_model = {c["workload"]["model"] + str(c["workload"]["shape"]): got[c["id"]]
                 for c in cases}
     assert by_model["linear[4, 8, 8]"]["status"] == "ok"
     assert by_model["linear[8, 8, 8]"]["status"] == "ok"
     assert by_model["sleepy_model[4, 8]"] == {"status": "failed",
-                                              "error": "timeout after 20 s (characterize)"}
+                                              "error": "timeout after 20 s (batch)"}
     crash = by_model["crashing_model[4, 8]"]
     assert crash["status"] == "failed" and "exited with -9" in crash["error"]
 
@@ -163,8 +163,8 @@ def test_a_batch_writes_one_record_per_case(tmp_path):
         assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
         assert len(rec["timing"]["invocation_medians_ms"]) == 2
         assert rec["timing"]["first_run_ms"] > 0 and rec["accuracy"]["pcc"] > 0.9999
-        # The characterize pass's per-op profile (tests/test_kernels_torch.py), apart from
-        # `profile`, torchao's trace files, which this suite does not ask for.
+        # The per-op profile of the case's characterization (tests/test_kernels_torch.py),
+        # apart from `profile`, torchao's trace files, which this suite does not ask for.
         assert rec["kernels"]["source"] == "torch.profiler" and rec["kernels"]["calls"] == 10
         assert "aten::mm" in {r["name"] for r in rec["kernels"]["rows"]}
         assert rec["profile"] is None
@@ -188,8 +188,8 @@ def test_a_skus_own_python_runs_its_workers_and_is_recorded(tmp_path):
                              out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
     assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
     lines = starts.read_text().splitlines()
-    # characterize + 2 time passes, then the version probe.
-    assert sum("workflow.backends.torch.worker" in ln for ln in lines) == 3, lines
+    # One worker for the batch (its invocations are forked from it), then the version probe.
+    assert sum("workflow.backends.torch.worker" in ln for ln in lines) == 1, lines
     prov = rec["provenance"]
     assert prov["torch_python"] == str(python)
     import torch

@@ -156,6 +156,8 @@ def _decided(member: Measured, m: dict, plan: sequential.Plan | None, spent: flo
         "ci95_ms": interval if (decision.level or 0) >= 0.95 else None,
         "ci_level": decision.level if interval else None,
         "target_rel_width": plan.target_rel_width, "rel_width": decision.rel_width,
+        # What set the target: the SKU's, or a golden's tolerance (stages/targets.py).
+        "target_source": m.get("target_source", "measurement.target_rel_width"),
         "sequential": {"looks": list(plan.looks), "alpha": plan.alpha,
                        "target_rel_width": plan.target_rel_width,
                        "budget_s": m["budget_s"], "method": sequential.METHOD}}

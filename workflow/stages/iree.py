@@ -39,7 +39,7 @@ from workflow.stages.cases import write_case
 from workflow.stages.kernels import compiled_kernels, profiled_kernels
 from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
-from workflow.stages.targets import SKU_SOURCE, time_targets, with_target
+from workflow.stages.targets import gate_mde, with_target
 from workflow.stats.accuracy import compare
 from workflow.stats.enums import Status
 
@@ -174,20 +174,26 @@ def _benchmark(argv: list[str], timeout: float, log: str,
 
 
 def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku: dict,
-             timeout: float, timing: str, log: str, gate: dict | None = None) -> StageResult:
+             timeout: float, timing: str, log: str, gate: dict | None = None,
+             cost: Cost | None = None) -> StageResult:
     """Times a module with iree-benchmark-module, one fresh process per invocation, then
-    profiles it once (its `kernels`, never part of the timing)."""
+    profiles it once (its `kernels`, never part of the timing); `cost` gets the seconds
+    of each (invocations_s, profile_s)."""
     m = sku["measurement"]
+    cost = cost or Cost()
 
     def body():
         dtypes = [i["dtype"] for i in read_json(export_meta)["inputs"]]
         tool = sku_tool(sku, "benchmark_tool")
         with tempfile.TemporaryDirectory() as tmp:
             args = iree.write_input_files(inputs, dtypes, Path(tmp))
-            out = measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku, **kw),
-                          m, timeout, log, gate, seed=vmfb)
+            with cost.phase("invocations_s"):
+                out = measure(lambda **kw: iree.benchmark_argv(tool, vmfb, "main", args, sku,
+                                                               **kw), m, timeout, log, gate,
+                              seed=vmfb)
             # After the timing, apart from it (stages/kernels.py): the inputs still exist.
-            return {**out, "kernels": profiled_kernels(out["command"], m, timeout, log)}
+            with cost.phase("profile_s"):
+                return {**out, "kernels": profiled_kernels(out["command"], m, timeout, log)}
 
     return run_stage("run", timing, [], [compile_meta], body)
 
@@ -231,8 +237,6 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     timing_stats = timing_section(member, m)
     timing_stats["mde_ratio"] = gate_mde(timing_stats["cv"], len(runs), gate)
     timing_stats["invocation_kind"] = "process"
-    if timing_stats.get("target_rel_width") is not None:
-        timing_stats["target_source"] = m.get("target_source", SKU_SOURCE)
     timing_stats.update(
         repetitions=m["repetitions"], first_run_ms=first.median_ms,
         repetition_cv=[r.cv for r in runs],
@@ -257,21 +261,6 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
             # The SLURM job that measured (None outside SLURM): the case record is
             # written later, by a local rule, where no job id exists.
             "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
-
-
-def gate_mde(cv: float, n: int, gate: dict | None) -> float | None:
-    """The smallest slowdown the golden gate would flag with 80 % power against a golden
-    of as many invocations with this CV; None without gate settings or when no ratio
-    can be flagged (too few invocations for the test to reach its p threshold)."""
-    import math
-
-    from workflow.stats.paired import mde_two_sample
-
-    if gate is None:
-        return None
-    mde = mde_two_sample(cv, n, n, alpha=gate["p_value"], power=0.8,
-                         tolerance=gate["tolerance"])
-    return mde if math.isfinite(mde) else None
 
 
 def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
@@ -366,7 +355,8 @@ def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict,
 
 
 def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict, gate: dict,
-              batch: str, log: str, content: dict | None = None) -> dict:
+              batch: str, log: str, content: dict | None = None,
+              targets: dict | None = None) -> dict:
     """Measures a batch of one SKU's IREE cases, one after the other (case_job), and
     lists them in `batch`.
 
@@ -377,7 +367,8 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     saying why. When every member could be reused and the job's inputs are those of the
     last finished run, the rerun was forced (or the adapter changed): then every member
     is measured again, failures retried, as forcing means. The members' entries are kept
-    beside the batch list, where Snakemake does not delete them."""
+    beside the batch list, where Snakemake does not delete them. `targets`: the width a
+    case judged by a golden measures towards (stages/targets.py), no part of its key."""
     from workflow.paths import IREE_CASE_LOG
 
     # Whether this machine has the SKU's device: a compile-only result is not reused
@@ -396,9 +387,6 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                               timeouts, retry_failures=False)
                 for c, p in zip(cases, parts, strict=True)]
     forced = last_context == context and not any(problems)
-    # The width each case measures towards: its golden's question where it has one.
-    targets = time_targets([c["identity"]["id"] for c in cases], cases[0]["identity"]["sku"],
-                           sku["measurement"], gate) if cases and gate else {}
     listed, kept = [], {}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem in zip(cases, parts, problems, strict=True):
@@ -412,7 +400,7 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                 kept[ident["id"]] = members[ident["id"]]
             else:
                 record = case_job(spec=case["spec"], identity=ident,
-                                  sku=with_target(sku, targets.get(ident["id"])),
+                                  sku=with_target(sku, (targets or {}).get(ident["id"])),
                                   tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
                                   case=path, retry_failures=forced,
                                   log=IREE_CASE_LOG.format(sku=ident["sku"],
@@ -442,30 +430,28 @@ def _member_why(reused: bool, forced: bool, problem: str | None) -> str:
     return "measuring" if problem == "not measured yet" else f"measuring again: {problem}"
 
 
+def _stage_files(identity: dict) -> tuple[str, ...]:
+    """An IREE case's stage files: its export's module, inputs, reference and meta, then
+    its compiled module, compile meta, timing and accuracy."""
+    from workflow import paths as p
+
+    w, sku = identity["workload"], identity["sku"]
+    return (*(f.format(workload=w) for f in (p.EXPORT_MLIR, p.EXPORT_INPUTS,
+                                             p.EXPORT_REFERENCE, p.EXPORT_META)),
+            *(f.format(sku=sku, workload=w) for f in (p.COMPILE_VMFB, p.COMPILE_META,
+                                                      p.IREE_BASELINE_RUN_TIMING,
+                                                      p.IREE_BASELINE_VERIFY_ACCURACY)))
+
+
 def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeouts: dict,
              gate: dict, key: str, case: str, log: str, retry_failures: bool = False) -> dict:
     """One IREE case, start to finish: export (shared), compile, run, verify, then the
     case record. Each stage writes its own JSON, so a failed case names its stage and a
     user can read every step."""
-    from workflow.paths import (
-        COMPILE_META,
-        COMPILE_VMFB,
-        EXPORT_INPUTS,
-        EXPORT_META,
-        EXPORT_MLIR,
-        EXPORT_REFERENCE,
-        IREE_BASELINE_RUN_TIMING,
-        IREE_BASELINE_VERIFY_ACCURACY,
-    )
     from workflow.regression.goldens import golden_path
 
-    mlir, inputs, reference, export_meta = (
-        p.format(workload=identity["workload"])
-        for p in (EXPORT_MLIR, EXPORT_INPUTS, EXPORT_REFERENCE, EXPORT_META))
-    vmfb, compile_meta, timing, accuracy = (
-        p.format(sku=identity["sku"], workload=identity["workload"])
-        for p in (COMPILE_VMFB, COMPILE_META, IREE_BASELINE_RUN_TIMING,
-                  IREE_BASELINE_VERIFY_ACCURACY))
+    mlir, inputs, reference, export_meta, vmfb, compile_meta, timing, accuracy = \
+        _stage_files(identity)
     # A case measured again starts from nothing: should this job fail (a bug of ours),
     # no earlier result of the case is left to pass for the new one.
     for path in (compile_meta, timing, accuracy, case):
@@ -483,14 +469,9 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
     # target on a CPU-only machine) the case is compiled only (status compile-only).
     absent = iree.device_absent_reason(sku["iree"]["device"])
     if not (absent and not_run("run", timing, [compile_meta], absent)):
-        with clock.phase("invocations_s"):
-            run = run_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
-                           inputs=inputs, sku=sku, timeout=timeouts["run_s"], timing=timing,
-                           log=log, gate=gate)
-        # The run stage's profiling invocation, after the timed ones: its own phase.
-        profile_s = ((run.data or {}).get("kernels") or {}).get("seconds") or 0.0
-        clock.seconds["invocations_s"] -= profile_s
-        clock.seconds["profile_s"] = profile_s
+        run_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta, inputs=inputs,
+                 sku=sku, timeout=timeouts["run_s"], timing=timing, log=log, gate=gate,
+                 cost=clock)
     if not (absent and not_run("verify", accuracy, [compile_meta], absent)):
         with clock.phase("accuracy_s"):
             verify_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,

@@ -1,5 +1,7 @@
-"""The interval width a case measures towards (DESIGN.md, "Measurement protocol"): what
-it will be judged by. A case with a golden time is judged by the golden gate, whose
+"""What the golden gate can tell, and so how precisely a case needs measuring: the
+smallest slowdown it would flag (gate_mde), and the interval width a case measures
+towards (DESIGN.md, "Measurement protocol"): what it will be judged by.
+A case with a golden time is judged by the golden gate, whose
 question is whether it moved past the tolerance: an interval half the tolerance's band
 wide answers it (tolerance 1.10: 5 %), so a narrower target would buy precision nobody
 reads. Every other case measures towards the SKU's measurement.target_rel_width.
@@ -44,3 +46,18 @@ def with_target(sku: dict, target: dict | None) -> dict:
         return sku
     return {**sku, "measurement": {**sku["measurement"], "target_rel_width": target["rel_width"],
                                    "target_source": target["source"]}}
+
+
+def gate_mde(cv: float, n: int, gate: dict | None) -> float | None:
+    """The smallest slowdown the golden gate would flag with 80 % power against a golden
+    of as many invocations with this CV; None without gate settings or when no ratio
+    can be flagged (too few invocations for the test to reach its p threshold)."""
+    import math
+
+    from workflow.stats.paired import mde_two_sample
+
+    if gate is None:
+        return None
+    mde = mde_two_sample(cv, n, n, alpha=gate["p_value"], power=0.8,
+                         tolerance=gate["tolerance"])
+    return mde if math.isfinite(mde) else None

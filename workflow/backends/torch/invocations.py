@@ -37,8 +37,8 @@ def timed_invocations(prepared: Prepared, case: dict, plan: dict, cost: Cost) ->
     """The case's timed invocations by the protocol (measure.protocol.measure), each a
     forked child or an in-process block (_can_fork): its `timing`, or `run_error`."""
     target = case.get("target") or {}
-    m = {**plan["measurement"], **({"target_rel_width": target["rel_width"]}
-                                   if target.get("rel_width") else {})}
+    m = {**plan["measurement"], **({"target_rel_width": target["rel_width"],
+                                    "target_source": target["source"]} if target else {})}
     kind = "fork" if _can_fork(prepared, plan["threads"]) else "block"
     # A forked child that neither answers nor ends by this deadline is killed and its
     # invocation made again as a block (a lock held at fork time would hang it).
@@ -75,9 +75,7 @@ def timed_invocations(prepared: Prepared, case: dict, plan: dict, cost: Cost) ->
     # torch has no --benchmark_repetitions: its timed calls per invocation are their own field.
     timing.update(repetitions=None,
                   calls_per_invocation=int(statistics.median(s["iterations"] for s in samples)),
-                  phases_ms=phases, invocation_kind=kinds[-1],
-                  target_source=(target.get("source") or "measurement.target_rel_width")
-                  if timing.get("target_rel_width") is not None else None)
+                  phases_ms=phases, invocation_kind=kinds[-1])
     return {"timing": timing}
 
 

@@ -2,11 +2,11 @@
 `profiler`, torchao's enable_profiler) and its per-op profile, the record's `kernels`
 (issue 25; records/kernels.py gives the section its shape).
 
-The per-op profile runs in the `characterize` pass, a process of its own before the
-timing's: after the case's first call (torch.compile's compilation) and a few more
-unprofiled calls, `measurement.profile_calls` calls of the case's step (the forward
+The per-op profile runs in the batch worker when the case is characterized, before its
+timed invocations: after the case's first call (torch.compile's compilation) and a few
+more unprofiled calls, `measurement.profile_calls` calls of the case's step (the forward
 pass, or the whole training step) run under the profiler, whose overhead thus never
-reaches a `time` process. Each op's row is its self time (its own, without the ops it
+reaches an invocation. Each op's row is its self time (its own, without the ops it
 calls): on the CPU, self CPU time; on CUDA, self device time (the kernels an op
 launched itself), so that the rows add up without counting a nested op twice.
 """
