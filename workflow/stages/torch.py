@@ -204,13 +204,13 @@ def with_threads(sku: dict, log: str | None) -> dict:
 THREADS_DIR = Path(".snakemake") / "benchflow" / "torch-threads"
 
 
-def run_threads(directory: Path = THREADS_DIR) -> tuple[int, str]:
+def run_threads(directory: Path | None = None) -> tuple[int, str]:
     """This run's torch thread count for `threads: 0` and how it was decided: read from
     the run's file, or decided now (available_cpus) and written there first, so that
     the run's later batches, on this machine or another node, find it. Outside a
     Snakemake run (no run id) it is decided for this batch alone."""
     run_id = os.environ.get(RUN_ID_ENV)
-    path = directory / f"{run_id}.json" if run_id else None
+    path = (directory or THREADS_DIR) / f"{run_id}.json" if run_id else None
     if path is not None and path.is_file():
         got = json.loads(path.read_text())
         return int(got["threads"]), got["how"]

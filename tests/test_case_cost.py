@@ -1,0 +1,136 @@
+"""Issue 34, the cost per case: a torch case measured whole in one worker (invocations
+forked from it, or in-process blocks where forking is unsafe), its cost per phase, a
+target width that follows the question asked, threads decided once per run, torchao
+files on one thread."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import tiny_suite, write_suite
+from tests.test_torch_bench import plan_of, suite_for
+from workflow.backends.torch.worker import measure_case
+from workflow.stages import torch as torch_stage
+from workflow.stages.targets import GOLDEN_SOURCE, time_targets, with_target
+from workflow.suite.load import load
+
+LINEAR = [{"model": "linear", "shapes": [[16, 64, 64]]}]
+
+
+def _measured(tmp_path, threads: int, **m):
+    suite = suite_for(tmp_path, LINEAR)
+    (case,), plan = plan_of(suite)
+    plan["threads"] = threads
+    plan["measurement"] = {**plan["measurement"], **m}
+    return measure_case(case, plan["backend"], plan)
+
+
+def test_one_thread_on_the_cpu_forks_each_invocation_from_the_warm_worker(tmp_path):
+    got = _measured(tmp_path, 1)
+    timing = got["timing"]
+    assert got["status"] == "ok" and timing["invocation_kind"] == "fork"
+    assert len(timing["invocation_medians_ms"]) == timing["invocations"] == 2
+    # The characterization came from the same process: no second build, no second compile.
+    assert got["accuracy"]["pcc"] > 0.9999 and got["graph"]["aten_ops"] >= 1
+    cost = got["cost"]
+    for phase in ("build_s", "first_call_s", "accuracy_s", "profile_s", "warmup_s",
+                  "timed_s", "invocations_s", "graph_s", "total_s"):
+        assert cost[phase] >= 0, phase
+    # Every phase is inside the case's total; the invocations hold the warm-up and timing.
+    assert cost["total_s"] >= cost["invocations_s"] + cost["build_s"] + cost["graph_s"]
+    assert cost["invocations_s"] >= cost["warmup_s"] + cost["timed_s"]
+
+
+def test_more_than_one_thread_times_in_process_blocks(tmp_path):
+    """GNU OpenMP leaves a child forked after a parallel region hung: two threads are
+    measured in the worker itself, and the record says so."""
+    got = _measured(tmp_path, 2)
+    assert got["status"] == "ok" and got["timing"]["invocation_kind"] == "block"
+    assert len(got["timing"]["invocation_medians_ms"]) == 2
+
+
+def test_a_fork_that_gives_nothing_is_measured_again_as_a_block(tmp_path, monkeypatch):
+    from workflow.backends.torch import invocations
+
+    monkeypatch.setattr(invocations, "_forked", lambda *a: None)
+    got = _measured(tmp_path, 1)
+    assert got["status"] == "ok" and got["timing"]["invocation_kind"] == "block"
+    assert got["timing"]["invocations"] == 2
+
+
+def test_a_forked_invocation_that_dies_fails_the_case_with_the_reason(tmp_path, monkeypatch):
+    import os
+
+    from workflow.backends.torch import invocations
+
+    def dies(prepared, plan):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return real(prepared, plan)
+
+    parent, real = os.getpid(), invocations._one_invocation
+    monkeypatch.setattr(invocations, "_one_invocation", dies)
+    got = _measured(tmp_path, 1)
+    assert got["run_error"] == "the invocation's process exited with -9 (killed by SIGKILL)"
+    assert got["accuracy"]["pcc"] > 0.9999  # the characterization stands
+
+
+def test_a_case_judged_by_a_golden_measures_towards_half_its_tolerance(tmp_path):
+    golden_dir = tmp_path / "goldens"
+    golden_dir.mkdir()
+    entry = {"median_ms": 1.0, "invocation_medians_ms": [1.0] * 6, "dispatch_count": 1,
+             "binary_bytes": 1024, "cv": 0.01, "taken_at": "2026-11-27T00:00:00+00:00",
+             "git_sha": "0" * 40}
+    (golden_dir / "host.json").write_text(json.dumps({
+        "kind": "benchflow-goldens", "schema_version": "1.0", "sku": "host",
+        "cases": {"host/iree/a-f32/baseline": entry,
+                  "host/iree/b-f32/baseline": {**entry, "tolerance": 1.3}}}))
+    gate = {"dir": str(golden_dir), "tolerance": 1.10}
+    ids = [f"host/iree/{w}-f32/baseline" for w in "abc"]
+    got = time_targets(ids, "host", {"target_rel_width": 0.02}, gate)
+    assert got == {ids[0]: {"rel_width": pytest.approx(0.05), "source": GOLDEN_SOURCE},
+                   ids[1]: {"rel_width": pytest.approx(0.15), "source": GOLDEN_SOURCE}}
+    # A SKU that already asks for more than the golden's question keeps its own target.
+    assert time_targets(ids, "host", {"target_rel_width": 0.1}, gate) == \
+        {ids[1]: {"rel_width": pytest.approx(0.15), "source": GOLDEN_SOURCE}}
+    assert time_targets(ids, "nogoldens", {"target_rel_width": 0.02}, gate) == {}
+    sku = {"measurement": {"target_rel_width": 0.02, "invocations": 6}}
+    assert with_target(sku, got[ids[0]])["measurement"] == {
+        "target_rel_width": pytest.approx(0.05), "target_source": GOLDEN_SOURCE,
+        "invocations": 6}
+    assert with_target(sku, None) is sku
+
+
+def test_threads_zero_is_decided_once_per_run(tmp_path, monkeypatch):
+    """Issue 34: two batches of one run got 2 and 1 threads. The run's first batch
+    decides; every later batch of the run reads its decision, whatever the load then."""
+    monkeypatch.setenv(torch_stage.RUN_ID_ENV, "run-a")
+    monkeypatch.setattr(torch_stage, "THREADS_DIR", tmp_path)
+    monkeypatch.setattr(torch_stage, "available_cpus", lambda: (1, 0.5))
+    first = torch_stage.run_threads()
+    monkeypatch.setattr(torch_stage, "available_cpus", lambda: (2, 0.0))
+    assert torch_stage.run_threads() == first
+    assert first[0] == 1 and "run's first torch batch" in first[1] and "50%" in first[1]
+    sku = {"torch": {"threads": 0}}
+    assert torch_stage.with_threads(sku, None)["torch"]["threads"] == 1
+    # Another run decides anew.
+    monkeypatch.setenv(torch_stage.RUN_ID_ENV, "run-b")
+    assert torch_stage.run_threads()[0] == 2
+    # A SKU's own count is used as it is, and said to be the SKU's.
+    assert torch_stage.with_threads({"torch": {"threads": 3}}, None)["torch"] == {
+        "threads": 3, "threads_decided": "the SKU's torch.threads"}
+
+
+def test_a_torchao_file_without_skus_measures_on_one_thread(tmp_path):
+    torchao = {"benchmark_mode": "inference", "quantization_config_recipe_names": ["baseline"],
+               "output_dir": "out",
+               "model_params": [{"matrix_shapes": [{"name": "custom", "shapes": [[8, 16, 16]]}],
+                                 "high_precision_dtype": "torch.float32", "device": "cpu"}]}
+    suite = load([write_suite(tmp_path / "t.yml", torchao)])
+    assert suite.config["skus"]["cpu-host"]["torch"]["threads"] == 1
+    # A suite that names its SKUs keeps them.
+    own = load([write_suite(tmp_path / "s.yml", {**tiny_suite(), **torchao})])
+    assert set(own.config["skus"]) == {"host", "generic"}
+    assert own.config["skus"]["host"]["torch"]["threads"] == 0
