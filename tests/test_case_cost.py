@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from tests.conftest import tiny_suite, write_suite
 from tests.test_torch_bench import plan_of, suite_for
@@ -134,3 +135,22 @@ def test_a_torchao_file_without_skus_measures_on_one_thread(tmp_path):
     own = load([write_suite(tmp_path / "s.yml", {**tiny_suite(), **torchao})])
     assert set(own.config["skus"]) == {"host", "generic"}
     assert own.config["skus"]["host"]["torch"]["threads"] == 0
+
+
+def test_each_invocation_reads_its_inputs_and_plain_weights_at_new_addresses(tmp_path):
+    from workflow.backends.torch.prepared import Prepared, fresh_buffers, probe_device
+
+    suite = suite_for(tmp_path, LINEAR, recipes=["baseline", "int8wo"])
+    for recipe in ("baseline", "int8wo"):
+        (case,), plan = plan_of(suite, recipe=recipe)
+        prepared = Prepared(case, plan["backend"], probe_device("cpu", recipe)[0])
+        before_out = prepared.forward()
+        weights = [p.data_ptr() for p in prepared.module.parameters()]
+        inputs = [x.data_ptr() for x in prepared.inputs]
+        fresh_buffers(prepared)
+        assert all(x.data_ptr() not in inputs for x in prepared.inputs)
+        moved = [p.data_ptr() not in weights for p in prepared.module.parameters()]
+        # Plain weights move; a quantized weight (a tensor subclass) stays.
+        plain = [type(p.data) is torch.Tensor for p in prepared.module.parameters()]
+        assert moved == plain and plain[0] == (recipe == "baseline"), recipe
+        assert (prepared.forward() == before_out).all()

@@ -182,15 +182,24 @@ def observed_block(prepared: Prepared, plan: dict, seconds: float) -> dict:
 
 
 def fresh_buffers(prepared: Prepared) -> None:
-    """New input tensors at new addresses, after an allocation of a random size: each
-    invocation reads its data at its own place in memory, as a fresh process would, so
-    that a placement's bias becomes noise the interval covers (measure/layout.py does
-    the same for an IREE module)."""
+    """New input tensors at new addresses, after an allocation of a random size, and on
+    the CPU the module's plain weights copied there too: each invocation reads its data
+    at its own place in memory (its own physical pages, where a forked child would
+    otherwise share its parent's), as a fresh process would, so that a placement's bias
+    becomes noise the interval covers (measure/layout.py does the same for an IREE
+    module). Quantized weights (tensor subclasses) stay where they are: swapping one
+    makes torch.compile compile again. On CUDA only the inputs move: new weight addresses
+    would make a CUDA graph record again."""
     import torch
 
-    device = prepared.inputs[0].device if prepared.inputs else "cpu"
+    device = prepared.inputs[0].device if prepared.inputs else torch.device("cpu")
     pad = torch.empty(random.randrange(1, 4096) * 64, dtype=torch.uint8, device=device)
     prepared.inputs = tuple(x.clone() for x in prepared.inputs)
+    if device.type == "cpu":
+        with torch.no_grad():
+            for t in [*prepared.module.parameters(), *prepared.module.buffers()]:
+                if type(t.data) is torch.Tensor:
+                    t.data = t.data.clone()
     prepared.pad = pad
 
 
