@@ -154,3 +154,21 @@ def test_each_invocation_reads_its_inputs_and_plain_weights_at_new_addresses(tmp
         plain = [type(p.data) is torch.Tensor for p in prepared.module.parameters()]
         assert moved == plain and plain[0] == (recipe == "baseline"), recipe
         assert (prepared.forward() == before_out).all()
+
+
+@pytest.mark.tool
+def test_a_line_read_with_the_one_before_it_is_not_left_waiting():
+    """Two lines in one write, then silence: the second is seen at once, not after the
+    next line (a buffered readline kept it while select() waited on an empty pipe, and a
+    worker's hang was blamed on the case before the one that hung)."""
+    import time
+
+    from workflow.backends.proc import Streaming
+
+    with Streaming(["sh", "-c", 'printf "a\\nb\\nc"; sleep 30']) as proc:
+        t0 = time.monotonic()
+        assert proc.readline(10) == "a\n" and proc.readline(10) == "b\n"
+        assert proc.readline(0.2) is None  # "c" has no newline yet: not a line
+        assert time.monotonic() - t0 < 5
+        proc.kill()
+        assert proc.readline(1) == "c" and proc.readline(1) == ""

@@ -179,6 +179,7 @@ class Streaming:
             raise
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self._buf = b""
 
     def send(self, line: str) -> bool:
         """Writes one line to its stdin; False when it no longer reads (it ended)."""
@@ -190,10 +191,23 @@ class Streaming:
         return True
 
     def readline(self, timeout: float) -> str | None:
-        """The next line of its stdout; "" at its end; None when none came in `timeout` s."""
-        if not self._sel.select(timeout=timeout):
-            return None
-        return self.proc.stdout.readline()
+        """The next line of its stdout; "" at its end; None when none came in `timeout` s.
+
+        Read from the pipe's descriptor into a buffer of our own: a buffered readline
+        takes every line the pipe holds and returns the first, and the next select() then
+        waits on an empty pipe while a line it already read waits in the buffer (a
+        worker's "start" of its next case went unseen, and its hang was blamed on the case
+        before)."""
+        while b"\n" not in self._buf:
+            if not self._sel.select(timeout=timeout):
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:  # its end: what is left, then ""
+                rest, self._buf = self._buf, b""
+                return rest.decode("utf-8", errors="replace")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return (line + b"\n").decode("utf-8", errors="replace")
 
     def wait(self) -> int:
         return self.proc.wait()

@@ -40,6 +40,7 @@ class Observation:
     value_ms: float                  # the invocation's figure
     data: Any = None                 # the runner's full result
     disturbance: dict | None = None  # measure.disturbance.Probe.result()
+    seconds: float | None = None     # its wall time, where the runner timed it alone
 
     @property
     def disturbed(self) -> bool:
@@ -86,24 +87,39 @@ PERSISTENT_AFTER = 3
 Runner = Callable[[list[str]], dict[str, "Observation | str"]]
 
 
-def measure(run: Runner, ids: list[str], m: dict) -> dict[str, Measured]:
+def measure(run: Runner, ids: list[str], m: dict,
+            targets: dict[str, dict] | None = None) -> dict[str, Measured]:
     """Invokes the members `ids` until each is decided (module doc); m is the SKU's
-    `measurement` section. Returns id -> Measured, its `sampling` ready for the
-    timing section (noisy_reruns, stop_reason, and for adaptive counts the plan's
-    interval)."""
+    `measurement` section, `targets` a member's own target width ({rel_width, source}:
+    what it will be judged by, stages/targets.py). Each member spends its own budget_s:
+    the seconds of its own invocations where the runner timed them alone
+    (Observation.seconds), else of the rounds since the first. Returns id -> Measured,
+    its `sampling` ready for the timing section (noisy_reruns, stop_reason, and for
+    adaptive counts the plan's interval)."""
     fixed = m["max_invocations"] <= m["invocations"]
-    plan = None if fixed else invocation_plan(m)
+    own = {i: with_target_width(m, (targets or {}).get(i)) for i in ids}
+    plans = {i: None if fixed else invocation_plan(own[i]) for i in ids}
     now = datetime.now(UTC).isoformat(timespec="seconds")
     out = {i: Measured(target=m["invocations"], started_at=now) for i in ids}
+    spent = dict.fromkeys(ids, 0.0)
     active, t0 = list(ids), time.monotonic()
     while active:
         results = run(active)
-        spent = time.monotonic() - t0
+        rounds = time.monotonic() - t0
         for i in active:
-            _take(out[i], results[i], m, retake=spent < m["budget_s"])
+            timed = getattr(results[i], "seconds", None)
+            spent[i] = spent[i] + timed if timed is not None else rounds
+            _take(out[i], results[i], m, retake=spent[i] < m["budget_s"])
         active = [i for i in active if out[i].error is None
-                  and not _decided(out[i], m, plan, spent)]
+                  and not _decided(out[i], own[i], plans[i], spent[i])]
     return out
+
+
+def with_target_width(m: dict, target: dict | None) -> dict:
+    """A measurement section with a member's own target width ({rel_width, source})."""
+    if not target:
+        return m
+    return {**m, "target_rel_width": target["rel_width"], "target_source": target["source"]}
 
 
 def worth_retaking(disturbed: int, seen: int, retaken: int, max_retakes: int) -> bool:

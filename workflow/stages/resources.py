@@ -298,17 +298,35 @@ def earlier_record(case) -> dict | None:
     return record if isinstance(record, dict) and record.get("status") == "ok" else None
 
 
+# A torch batch's worker holds a group of cases warm at once, their invocations
+# interleaved (backends/torch/worker.groups): as many consecutive cases as their weights
+# (case_weight_bytes) fit in this, a larger case alone.
+GROUP_WEIGHT_BYTES = 256 << 20
+
+
+def case_weight_bytes(workload: dict) -> int:
+    """A torch case's weights as the stage estimates them (fp32; training: with gradients
+    and AdamW's two moments, four copies), from its plan's workload."""
+    params = param_estimate(workload["model"], workload["config"], tuple(workload["shape"]),
+                            workload.get("layers"))
+    copies = 4 if workload.get("mode", "inference") == "training" else 1
+    return copies * (fallback_params() if params is None else params) \
+        * BYTES_PER_ELEMENT["f32"]
+
+
 def torch_batch_mem_mb(workloads, attempt: int = 1) -> int:
-    """MiB for a run_torch job: its worker processes build one model at a time in fp32,
-    like export (measured: an eager + inductor batch whose largest model holds 256 MiB of
-    weights peaked at 970 MiB, below export's line). Training also holds gradients and
-    AdamW's two moments: four copies of the weights."""
+    """MiB for a run_torch job: its worker builds in fp32, like export (measured: an eager
+    + inductor batch whose largest model holds 256 MiB of weights peaked at 970 MiB, below
+    export's line), and holds a group of cases warm at once: the largest model, or
+    GROUP_WEIGHT_BYTES of smaller ones. Training also holds gradients and AdamW's two
+    moments: four copies of the weights."""
     weights = 0
     for w in workloads:
         params = param_estimate(w.model, w.config, w.shape, w.layers)
         copies = 4 if getattr(w, "mode", "inference") == "training" else 1
         weights = max(weights, copies * (fallback_params() if params is None else params))
-    return mem_request_mb("export", weights * BYTES_PER_ELEMENT["f32"], attempt)
+    return mem_request_mb("export", max(weights * BYTES_PER_ELEMENT["f32"],
+                                        GROUP_WEIGHT_BYTES), attempt)
 
 
 # A torch worker process before its first case: python, torch and torchao imported

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from workflow.measure.protocol import with_target_width
 from workflow.regression.goldens import golden_path, read
 
 GOLDEN_SOURCE = "goldens.tolerance"
@@ -44,8 +45,7 @@ def with_target(sku: dict, target: dict | None) -> dict:
     """The SKU with its measurement's target_rel_width replaced by a case's target."""
     if not target:
         return sku
-    return {**sku, "measurement": {**sku["measurement"], "target_rel_width": target["rel_width"],
-                                   "target_source": target["source"]}}
+    return {**sku, "measurement": with_target_width(sku["measurement"], target)}
 
 
 def gate_mde(cv: float, n: int, gate: dict | None) -> float | None:

@@ -29,6 +29,8 @@ from workflow.records.storage import write_json
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.keys import sources_of
 from workflow.stages.members import write_files_members
+from workflow.stages.model import now_iso
+from workflow.stages.resources import GROUP_WEIGHT_BYTES, case_weight_bytes
 from workflow.stats.enums import Status
 
 
@@ -117,9 +119,14 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
     plan = {"backend": backend, "threads": sku["torch"]["threads"], "measurement": m,
             "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
             "python": sku["torch"].get("python")}
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), now_iso()
     targets = targets or {}
-    got = run_pass(plan, "batch", [{**c, "target": targets.get(c["id"])} for c in cases],
+    # Cases held warm at once (their invocations interleaved): as many as fit
+    # GROUP_WEIGHT_BYTES of weights by their estimate (resources.case_weight_bytes).
+    plan["group_bytes"] = GROUP_WEIGHT_BYTES
+    got = run_pass(plan, "batch", [{**c, "target": targets.get(c["id"]),
+                                    "weight_bytes": case_weight_bytes(c["workload"])}
+                                   for c in cases],
                    timeout_per_case=timeout_per_case, log=log)
     measure_s = time.monotonic() - t0
     interpreter = interpreter_provenance(plan["python"], log)
@@ -129,6 +136,7 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
         # With the model's source files by digest, as an IREE case's (stages/iree.py).
         data = assemble(case["identity"], results,
                         {**torch_provenance(sku, got[case["id"]]), **interpreter,
+                         "started_at": started_at,
                          "model_sources": sources_of(case["workload"])})
         write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
         records.append(data)

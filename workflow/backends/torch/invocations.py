@@ -22,7 +22,7 @@ from workflow.backends.torch.prepared import (
 )
 from workflow.errors import raised_in_own_code
 from workflow.measure.cost import Cost
-from workflow.measure.protocol import Observation, measure, timing_section
+from workflow.measure.protocol import Measured, Observation, measure, timing_section
 
 
 def _can_fork(prepared: Prepared, threads: int) -> bool:
@@ -33,50 +33,90 @@ def _can_fork(prepared: Prepared, threads: int) -> bool:
     return prepared.device.kind == "cpu" and threads == 1 and hasattr(os, "fork")
 
 
-def timed_invocations(prepared: Prepared, case: dict, plan: dict, cost: Cost) -> dict:
-    """The case's timed invocations by the protocol (measure.protocol.measure), each a
-    forked child or an in-process block (_can_fork): its `timing`, or `run_error`."""
-    target = case.get("target") or {}
-    m = {**plan["measurement"], **({"target_rel_width": target["rel_width"],
-                                    "target_source": target["source"]} if target else {})}
-    kind = "fork" if _can_fork(prepared, plan["threads"]) else "block"
-    # A forked child that neither answers nor ends by this deadline is killed and its
-    # invocation made again as a block (a lock held at fork time would hang it).
-    call_s = _warm_call_seconds(prepared)
-    deadline = 30 + 3 * (m["torch_warmup_s"] + m["torch_min_run_time_s"]) + 50 * call_s
-    kinds = []
+def timed_invocations(warm: dict[str, tuple], plan: dict, starting) -> dict[str, dict]:
+    """The timed invocations of warm cases (case id -> (case, prepared, cost)) by the
+    protocol (measure.protocol.measure): rounds of one invocation of each case still
+    measuring, each a forked child or an in-process block (_can_fork), each case with its
+    own budget and target width (its `target`: a golden's question, stages/targets.py).
+    `starting(case_id)` is called before each invocation. Per case its `timing`, or
+    `run_error`."""
+    m = plan["measurement"]
+    invokers = {cid: _Invoker(case, prepared, plan, cost)
+                for cid, (case, prepared, cost) in warm.items()}
 
     def run(ids: list[str]) -> dict[str, Observation | str]:
-        nonlocal kind
-        with cost.phase("invocations_s"):
-            got = _forked(prepared, plan, deadline) if kind == "fork" else None
-            if got is None:
-                if kind == "fork":
-                    print(f"{case['id']}: a forked invocation gave no result in {deadline:.0f} s;"
-                          " its invocations are in-process blocks from here", file=sys.stderr)
-                    kind = "block"
-                got = _one_invocation(prepared, plan)
-        kinds.append(kind)
-        if isinstance(got, str):
-            return {ids[0]: got}
-        cost.add("warmup_s", got["warmup_s"])
-        cost.add("timed_s", got["wall_s"])
-        return {ids[0]: Observation(got["median_ms"], got, got.get("disturbance"))}
+        out = {}
+        for cid in ids:
+            starting(cid)
+            out[cid] = invokers[cid]()
+        return out
 
-    measured = measure(run, [case["id"]], m)[case["id"]]
-    if measured.error:
-        return {"run_error": measured.error}
-    samples = [o.data for o in measured.kept]
-    timing = timing_section(measured, m)
-    phases = None
-    if samples and "phases_ms" in samples[0]:
-        phases = {k: statistics.median([s["phases_ms"][k] for s in samples])
-                  for k in samples[0]["phases_ms"]}
-    # torch has no --benchmark_repetitions: its timed calls per invocation are their own field.
-    timing.update(repetitions=None,
-                  calls_per_invocation=int(statistics.median(s["iterations"] for s in samples)),
-                  phases_ms=phases, invocation_kind=kinds[-1])
-    return {"timing": timing}
+    measured = measure(run, list(warm), m, targets={
+        cid: inv.target for cid, inv in invokers.items() if inv.target})
+    return {cid: invokers[cid].timing(measured[cid], m) for cid in warm}
+
+
+class _Invoker:
+    """One case's invocations: forked children of this process while it can fork (and a
+    child answers), else in-process blocks; each one's seconds in the case's cost."""
+
+    def __init__(self, case: dict, prepared: Prepared, plan: dict, cost: Cost):
+        self.case, self.prepared, self.plan, self.cost = case, prepared, plan, cost
+        self.target = case.get("target")
+        self.kind = "fork" if _can_fork(prepared, plan["threads"]) else "block"
+        m = plan["measurement"]
+        # A forked child that neither answers nor ends by this deadline is killed and its
+        # invocation made again as a block (a lock held at fork time would hang it).
+        self.deadline = (30 + 3 * (m["torch_warmup_s"] + m["torch_min_run_time_s"])
+                         + 50 * _warm_call_seconds(prepared))
+        self.kinds: list[str] = []
+
+    def __call__(self) -> Observation | str:
+        t0 = time.perf_counter()
+        with self.cost.phase("invocations_s"):
+            got = _forked(self.prepared, self.plan, self.deadline) \
+                if self.kind == "fork" else None
+            if got is None:
+                if self.kind == "fork":
+                    print(f"{self.case['id']}: a forked invocation gave no result in "
+                          f"{self.deadline:.0f} s; its invocations are in-process blocks "
+                          "from here", file=sys.stderr)
+                    self.kind = "block"
+                got = self._block()
+        self.kinds.append(self.kind)
+        if isinstance(got, str):
+            return got
+        self.cost.add("warmup_s", got["warmup_s"])
+        self.cost.add("timed_s", got["wall_s"])
+        return Observation(got["median_ms"], got, got.get("disturbance"),
+                           seconds=time.perf_counter() - t0)
+
+    def _block(self) -> dict | str:
+        """An in-process invocation; a model's exception is the case's failure, one of
+        benchflow's own code is raised (the worker ends with OWN_BUG_EXIT)."""
+        try:
+            return _one_invocation(self.prepared, self.plan)
+        except Exception as exc:
+            if raised_in_own_code(exc):
+                raise
+            traceback.print_exc(file=sys.stderr)
+            return f"{type(exc).__name__}: {exc}"
+
+    def timing(self, measured: Measured, m: dict) -> dict:
+        """The case's `timing` (the protocol's fields and torch's own), or `run_error`."""
+        if measured.error:
+            return {"run_error": measured.error}
+        samples = [o.data for o in measured.kept]
+        timing = timing_section(measured, m)
+        phases = None
+        if samples and "phases_ms" in samples[0]:
+            phases = {k: statistics.median([s["phases_ms"][k] for s in samples])
+                      for k in samples[0]["phases_ms"]}
+        # torch has no --benchmark_repetitions: its timed calls per invocation are their
+        # own field.
+        timing.update(repetitions=None, calls_per_invocation=int(statistics.median(
+            s["iterations"] for s in samples)), phases_ms=phases, invocation_kind=self.kinds[-1])
+        return {"timing": timing}
 
 
 def _warm_call_seconds(prepared: Prepared) -> float:
@@ -111,9 +151,9 @@ def _forked(prepared: Prepared, plan: dict, deadline: float) -> dict | str | Non
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
             traceback.print_exc(file=sys.stderr)
             data = {"error": f"{type(exc).__name__}: {exc}", "own": raised_in_own_code(exc)}
-        with contextlib.suppress(BaseException):
-            os.write(w, json.dumps(data).encode())
-        os._exit(0)
+        with contextlib.suppress(BaseException), os.fdopen(w, "wb") as out:
+            out.write(json.dumps(data).encode())  # all of it, in as many writes as it takes
+        os._exit(0)  # no atexit handlers, no flushing of the parent's buffers twice
     os.close(w)
     chunks = []
     with os.fdopen(r, "rb") as fh, selectors.DefaultSelector() as sel:

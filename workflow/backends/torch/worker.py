@@ -54,23 +54,63 @@ def emit(event: str, case: str, **data) -> None:
           file=_CHANNEL[0] if _CHANNEL else sys.stdout, flush=True)
 
 
-def measure_case(case: dict, backend: dict, plan: dict, on_phase=None) -> dict:
-    """One case whole, in this process: characterized, its invocations (the protocol's
-    loop, this case's own budget and target width), then its graph statistics (last:
-    Dynamo's explain resets Dynamo, so the compiled module is not called after it).
-    The result carries the record's `timing` and `cost`; an invocation that failed is
-    `run_error`, the characterization kept."""
-    t0 = time.perf_counter()
-    cost = Cost(on_phase)
-    result, prepared = characterized(case, backend, plan, cost)
-    if prepared is None:
-        return result
-    result.update(timed_invocations(prepared, case, plan, cost))
-    with cost.phase("graph_s"):
-        result["graph"] = graph_stats_compiled(prepared)
-    cost.seconds["total_s"] = time.perf_counter() - t0
-    result["cost"] = cost.seconds
-    return result
+def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dict[str, dict]:
+    """A group of cases whole, in this process (DESIGN.md, "Measurement protocol"): each
+    characterized and kept warm, then their invocations interleaved, one of each case
+    still measuring per round (the protocol's loop, each case with its own budget and
+    target width), so that a drift of the machine spreads over every case instead of
+    shifting one case's consecutive invocations together; then each case's graph
+    statistics (last: Dynamo's explain resets Dynamo, so no compiled module is called
+    after it). Each result carries the record's `timing` and `cost`; an invocation that
+    failed is `run_error`, the characterization kept. `say(event, case_id, **data)` hears
+    of each step ("start" when a case's step begins, "tick" when a phase ends)."""
+    say = say or (lambda *a, **k: None)
+    results: dict[str, dict] = {}
+    warm: dict[str, tuple] = {}  # case id -> (case, prepared, cost, its own seconds so far)
+    for case in cases:
+        say("start", case["id"])
+        t0 = time.perf_counter()
+        cost = Cost(lambda phase, s, cid=case["id"]: say("tick", cid, phase=phase, seconds=s))
+        result, prepared = characterized(case, backend, plan, cost)
+        results[case["id"]] = result
+        if prepared is not None:
+            warm[case["id"]] = (case, prepared, cost, time.perf_counter() - t0)
+    if not warm:
+        return results
+    timings = timed_invocations({cid: (c, p, cost) for cid, (c, p, cost, _) in warm.items()},
+                                plan, lambda cid: say("start", cid))
+    for cid, (_, prepared, cost, own) in warm.items():
+        say("start", cid)
+        results[cid].update(timings[cid])
+        with cost.phase("graph_s"):
+            results[cid]["graph"] = graph_stats_compiled(prepared)
+        # Its own phases, and its share of the interleaved rounds.
+        cost.seconds["total_s"] = (own + cost.seconds["graph_s"]
+                                   + cost.seconds.get("invocations_s", 0.0))
+        results[cid]["cost"] = cost.seconds
+    return results
+
+
+def measure_case(case: dict, backend: dict, plan: dict) -> dict:
+    """One case alone (measure_group of one)."""
+    return measure_group([case], backend, plan)[case["id"]]
+
+
+def groups(cases: list[dict], cap_bytes: float) -> list[list[dict]]:
+    """The batch's cases in groups held warm at once: consecutive cases while their
+    weights (the stage's estimate, `weight_bytes`) add up to at most cap_bytes; a case
+    larger than that alone."""
+    out: list[list[dict]] = []
+    held = 0.0
+    for case in cases:
+        size = case.get("weight_bytes") or 0
+        if out and held + size <= cap_bytes:
+            out[-1].append(case)
+            held += size
+        else:
+            out.append([case])
+            held = size
+    return out
 
 
 def time_case(case: dict, backend: dict, plan: dict) -> dict:
@@ -142,23 +182,27 @@ def main(argv: list[str]) -> None:
     if pass_name != "batch":
         raise ValueError(f"worker: unknown pass {pass_name!r}; expected 'batch' or 'serve'")
     start_s = _started(plan)
-    for case in plan["cases"]:
-        emit("start", case["id"])
 
-        def tick(phase: str, seconds: float, case_id: str = case["id"]) -> None:
-            print(f"{case_id}: {phase} {seconds:.2f} s", file=sys.stderr, flush=True)
-            emit("tick", case_id, phase=phase)
+    def say(event: str, case_id: str, **data) -> None:
+        if event == "tick":  # the job's log says where each case's time went
+            print(f"{case_id}: {data['phase']} {data['seconds']:.2f} s", file=sys.stderr,
+                  flush=True)
+        emit(event, case_id, **{k: v for k, v in data.items() if k != "seconds"})
 
+    for group in groups(plan["cases"], plan.get("group_bytes") or 0):
         try:
-            result = measure_case(case, plan["backend"], plan, on_phase=tick)
-        except Exception as exc:
-            result = _failed(exc)
-        if start_s is not None and "cost" in result:
-            # Charged to the worker's first measured case: a batch's costs add up.
-            result["cost"]["worker_start_s"] = start_s
-            result["cost"]["total_s"] += start_s
-            start_s = None
-        emit("result", case["id"], result=result)
+            results = measure_group(group, plan["backend"], plan, say)
+        except Exception as exc:  # a case failed the group: its cases are failed
+            failed = _failed(exc)
+            results = {case["id"]: failed for case in group}
+        for case in group:
+            result = results[case["id"]]
+            if start_s is not None and "cost" in result:
+                # Charged to the worker's first measured case: a batch's costs add up.
+                result["cost"]["worker_start_s"] = start_s
+                result["cost"]["total_s"] += start_s
+                start_s = None
+            emit("result", case["id"], result=result)
 
 
 def _started(plan: dict) -> float | None:
