@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
 import sys
 import time
 import traceback
@@ -218,4 +219,9 @@ def _started(plan: dict) -> float | None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+    # Every result is out: end without the interpreter's teardown of torch and
+    # torch.compile's worker pools (about a second a batch on the 2-core machine).
+    for stream in (*_CHANNEL, sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
 
