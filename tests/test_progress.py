@@ -267,8 +267,12 @@ def test_snakemake_with_the_benchflow_logger_prints_cases_eta_and_summary(tmp_pa
     # The interval only where the invocations give one at 95 % (3 here may not).
     assert re.search(rf"^ok +{re.escape(OK_ID)}  [0-9.e-]+( \[[0-9.e-]+, [0-9.e-]+\])? ms",
                      live, re.M), live
-    assert re.search(rf"^failed +{re.escape(FAILED_ID)}  golden: no-golden  — iree-compile "
-                     "exited with 1: error: failed to legalize", live, re.M), live
+    # Where its time went (issue 34): the phases of its record's `cost`.
+    assert re.search(rf"^ok +{re.escape(OK_ID)}  .*\(\d+ inv\., [a-z-]+\).*  took [0-9.]+ s",
+                     live, re.M), live
+    assert re.search(rf"^failed +{re.escape(FAILED_ID)}  golden: no-golden  took [0-9.]+ s"
+                     r"[^—]*  — iree-compile exited with 1: error: failed to legalize", live,
+                     re.M), live
     assert re.search(r"^ETA ~\S+ \S+ \(\d of \d+ jobs done; \d+ left, one after another: ",
                      live, re.M), live
     summary = out.split("benchflow summary")[1]
