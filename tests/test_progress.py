@@ -291,3 +291,24 @@ def test_snakemake_with_the_benchflow_logger_prints_cases_eta_and_summary(tmp_pa
     assert cases[OK_ID]["status"] == "ok" and cases[OK_ID]["median_ms"] > 0
     assert cases[FAILED_ID]["status"] == "failed"
     assert events[-1]["by_status"]["failed"] == 1 and events[-1]["success"] is True
+
+
+def test_a_case_line_says_where_its_time_went():
+    """Issue 34: the phases of a case's `cost` of a tenth of a second or more, in the order
+    they ran; a torch case's warm-up and timed work, not the invocations around them."""
+    torch_cost = {"worker_start_s": 1.46, "build_s": 0.001, "compile_s": 2.31,
+                  "accuracy_s": 0.05, "profile_s": 0.4, "warmup_s": 1.0, "timed_s": 3.16,
+                  "invocations_s": 4.46, "graph_s": 0.46, "total_s": 8.8}
+    assert render.cost_text(torch_cost) == (
+        "8.8 s: start 1.5, compile 2.3, profile 0.4, warm-up 1.0, timed 3.2, graph 0.5")
+    iree_cost = {"export_s": 3.2, "compile_s": 0.6, "invocations_s": 11.6, "profile_s": 0.05,
+                 "accuracy_s": 0.2, "total_s": 15.6}
+    assert render.cost_text(iree_cost) == (
+        "15.6 s: export 3.2, compile 0.6, accuracy 0.2, invocations 11.6")
+    assert render.cost_text(None) == render.cost_text({}) == ""
+    event = {"status": "ok", "id": "h/torch-eager/linear-f32/baseline", "median_ms": 0.2,
+             "interval": "0.2 [0.19, 0.21]", "noisy": False, "verdict": None, "reason": "",
+             "invocations": 7, "stop_reason": "width-reached", "cost": iree_cost}
+    assert render.case_text(event).endswith(
+        "0.2 [0.19, 0.21] ms  (7 inv., width-reached)  took 15.6 s: export 3.2, compile 0.6, "
+        "accuracy 0.2, invocations 11.6")
