@@ -399,6 +399,60 @@ def measure(a: argparse.Namespace, t0: float) -> dict[str, list[dict]]:
     return runs
 
 
+def server_role(item: dict, a: argparse.Namespace) -> None:
+    """A warm parent kept alive (--interleaved): each line on stdin asks for one fork
+    invocation, whose median it prints."""
+    import torch
+
+    Prepared, probe_device, _ = torch_api()
+    torch.set_num_threads(1)
+    torch.manual_seed(SEED)
+    prepared = Prepared(item["case"], item["backend"],
+                        probe_device("cpu", item["case"]["recipe"])[0])
+    prepared.call()
+    _warm(prepared, a.warmup_calls, a.warmup_s)
+    for _ in sys.stdin:
+        print(json.dumps(_fork(prepared, a)), flush=True)
+
+
+def interleaved(a: argparse.Namespace) -> None:
+    """--interleaved: --parents warm parents of a case alive at once, one fork of each in
+    a random order per round, --forks rounds. A process effect survives this; a time
+    window's (a drift of the machine shared by one parent's consecutive forks) does not."""
+    import random
+
+    shapes = [[int(x) for x in s.split("x")] for s in a.shapes]
+    rng = random.Random(SEED)
+    args = ["--warmup-s", str(a.warmup_s), "--warmup-calls", str(a.warmup_calls),
+            "--block-s", str(a.block_s), *(["--fresh-buffers"] if a.fresh_buffers else [])]
+    print(f"interleaved: {a.parents} parents alive at once x {a.forks} rounds, one fork of "
+          "each parent per round in a random order")
+    print(f"{'case':34}{'sb %':>7}{'sw %':>7}{'ICC [90% CI]':>20}{'p':>8}")
+    for item in run_role("cases", [shapes, not a.no_int8], a):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(item, f)
+        servers = [subprocess.Popen(
+            [sys.executable, __file__, "--role", "server", "--payload", f.name, *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
+            env={**os.environ, **ENV}) for _ in range(a.parents)]
+        medians: list[list[float]] = [[] for _ in servers]
+        for _ in range(a.forks):
+            for i in rng.sample(range(len(servers)), len(servers)):
+                servers[i].stdin.write("fork\n")
+                servers[i].stdin.flush()
+                got = json.loads(servers[i].stdout.readline())
+                if "ms" in got:
+                    medians[i].append(got["ms"])
+        for server in servers:
+            server.stdin.close()
+            server.wait()
+        os.unlink(f.name)
+        k = anova(medians)
+        print(f"{item['label']:34}{pct(k['sb']):>7.2f}{pct(k['sw']):>7.2f}"
+              f"{k['icc']:>8.2f} [{k['icc_lo']:.2f},{k['icc_hi']:.2f}]{k['p']:>8.3f}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parents", type=int, default=6)
@@ -421,16 +475,27 @@ def main() -> None:
     ap.add_argument("--json", help="also write every invocation's raw figures here")
     ap.add_argument("--reanalyze", metavar="JSON", help="only print the statistics of the "
                     "raw figures a --json run wrote (with this run's --min-cpu-wall)")
-    ap.add_argument("--role", choices=["cases", "parent"], help=argparse.SUPPRESS)
+    ap.add_argument("--interleaved", action="store_true",
+                    help="parents alive at once, their forks interleaved in time (a process "
+                         "effect against a time window's)")
+    ap.add_argument("--role", choices=["cases", "parent", "server"], help=argparse.SUPPRESS)
     ap.add_argument("--payload", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.role:
         payload = json.loads(Path(a.payload).read_text())
+        if a.role == "server":
+            server_role(payload, a)
+            return
         fn = {"cases": lambda: cases_role(*payload), "parent": lambda: parent_role(payload, a)}
         print(json.dumps(fn[a.role]()))
         return
     if a.quick:
         a.parents, a.forks, a.blocks, a.shapes = 3, 3, 3, a.shapes[:1]
+    if a.interleaved:
+        print(f"load average at start: {os.getloadavg()}")
+        interleaved(a)
+        print(f"load average at end: {os.getloadavg()}")
+        return
     t0 = time.monotonic()
     print(f"load average at start: {os.getloadavg()} ({os.cpu_count()} CPUs; the machine is "
           "shared with other users, whose load falls on these numbers)")

@@ -69,15 +69,16 @@ V1_COMPILE_KEY = "use_torch_compile"
 # one thread too, so that its numbers compare with torchao's and a batch's thread count
 # never depends on the machine's load when it starts. Its invocations are short, as
 # torchao's own timing is (100 calls after 100 warm-up calls): each is a child of the
-# warm worker, and the interval comes from the invocations, not from long blocks (blocks
-# of 0.1 s after 5 warm-up calls measured a 23 ms linear 7-15 % slower than torchao's
-# process; 0.2 s after at least 10 calls agreed). Its question is a speedup (a recipe
-# against baseline, compiled against eager), which a 5 % wide interval of each side
-# answers where a change is worth a dashboard's row; torchao's own figure has no interval
-# at all (issue 34).
+# warm worker, and the interval comes from 6 to 12 invocations, not from long blocks
+# (blocks of 0.1 s after 5 warm-up calls measured a 23 ms linear 7-15 % slower than
+# torchao's process; 0.2 s after at least 10 calls agreed). Its question is a speedup (a
+# recipe against baseline, compiled against eager), which a 5 % wide interval of each
+# side answers where a change is worth a dashboard's row; torchao's own figure has no
+# interval at all (issue 34).
 TORCHAO_SKUS = {"cpu-host": {"torch": {"threads": 1},
-                             "measurement": {"torch_warmup_s": 0.1,
+                             "measurement": {"torch_warmup_calls": 10, "torch_warmup_s": 0.02,
                                              "torch_min_run_time_s": 0.2,
+                                             "invocations": 6, "max_invocations": 12,
                                              "target_rel_width": 0.05}}}
 
 
