@@ -29,10 +29,13 @@ environment reused): its wall time, cases, seconds per case and the same split.
                                              [--default-suite] [--keep DIR] [--repo DIR]
 
 A run of each tool takes minutes on a 2-core machine; the figures depend on its load,
-printed before every run. Measured at a231bc1 (its working tree) on the 2-core CI
-machine, load about 1, --runs 1 --default-suite: torchao 47.5 s (4.0 s per case),
-benchflow 136.5 s (11.4 s per case, 2.9x; 73 % of it the invocations), 12 of 12 cases
-within 10 %; the default suite 155 s for 14 cases.
+printed before every run. Measured on the 2-core development machine, load about 1:
+before issue 34 (each invocation a fresh worker), 334-339 s against torchao's 53-61 s;
+at a231bc1 (a case's invocations forked from one worker, consecutive) 136.5 s against
+47.5 s, 2.9x; at dc6930c (invocations interleaved across a group of warm cases, the
+torchao SKU's 6 to 12 short invocations), --runs 2: 77.0 and 81.2 s against 51.5 and
+52.6 s, 1.52x, 11 of 12 cases within 10 % (the twelfth: torchao's own second run off by
+a third); the default suite 149.8 s for 14 cases (a299a73).
 """
 
 from __future__ import annotations

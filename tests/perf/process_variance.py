@@ -11,13 +11,14 @@ processes see, and how many fresh parents does a case need?
 Design (nested sampling). Cases are built by benchflow's own code: a small suite of
 nn.Linear f32 shapes [M,K,N] loaded by workflow.suite.load, case dicts from
 stages.plan.torch_batch_plan, modules from Prepared, timing by timed_block
-(blocked_autorange; both from backends/torch/worker.py, or prepared.py where they
-moved). Backends: eager, and torch.compile (mode="default", fullgraph=True); int8
-weight-only (torchao) eager on the middle shape.
+(blocked_autorange; both from backends/torch/prepared.py). --fresh-buffers: each fork
+and block first draws its inputs and plain weights at new addresses, as benchflow's
+invocations do (prepared.fresh_buffers). Backends: eager, and torch.compile
+(mode="default", fullgraph=True); int8 weight-only (torchao) eager on the middle shape.
 For each case, --parents fresh parent processes (seed fixed, torch threads 1), run one
 after another, round-robin over the cases. Each parent imports torch, builds, compiles,
 warms up (>= 10 calls and >= 0.2 s) and times one block of --block-s: that block is the
-parent's FRESH invocation, exactly what benchflow's `time` worker does today. Then,
+parent's FRESH invocation, what benchflow's `time` workers did before issue 34. Then,
 alternately, --forks FORK invocations (a child forked from the warm parent: the same
 warm-up, one timed block, its median sent back through a pipe, os._exit) and --blocks
 BLOCK invocations (one more timed block in the parent, no warm-up, as the A/B `serve`
@@ -54,6 +55,14 @@ are printed for all invocations, then for the undisturbed ones only.
     python tests/perf/process_variance.py [--parents 6] [--forks 6] [--blocks 6]
         [--shapes 128x256x256 512x512x512 1024x1024x1024] [--quick] [--json RAW]
     python tests/perf/process_variance.py --reanalyze RAW [--min-cpu-wall 0.95]
+    python tests/perf/process_variance.py --interleaved --fresh-buffers [--no-int8]
+
+--interleaved: the parents of a case alive at once, one fork of each per round in a
+random order (--forks rounds), the ANOVA of the forks by parent. A process effect
+survives the interleaving; a time window's, which a parent's consecutive forks share in
+the nested design, does not. Measured on the 2-core machine, quiet, --fresh-buffers:
+nested fork ICCs 0.00-0.52 (512 eager 0.52, 1024 eager 0.50, 512 inductor 0.27);
+interleaved 0.00, 0.08, 0.00 for those three: the correlation was the time window's.
 
 --quick: 3 parents x 3 forks x 3 blocks on the first shape; a smoke run (under a
 minute). The defaults took 7 minutes on the shared 2-core machine (retakes included).
