@@ -3,11 +3,11 @@ DESIGN.md's protocol.
 
 One worker process measures the batch (backends/torch/worker.py `batch`): the
 interpreter, torch and torchao start once per batch, and each case is built,
-quantized and compiled once, characterized, then timed in invocations that are
-children forked from that warm process (or in-process blocks where forking is unsafe),
-as many as the protocol's loop decides for that case with its own budget. A case that
-hangs or crashes the worker is that case's failure; a new worker goes on with the
-cases after it.
+quantized and compiled once and characterized; the cases of a group held warm at once
+are then timed in interleaved rounds of invocations, children forked from that warm
+process (or in-process blocks where forking is unsafe), as many as the protocol's loop
+decides for each case with its own budget and target. A case that hangs or crashes the
+worker is that case's failure; a new worker goes on with the cases that have no result.
 """
 
 from __future__ import annotations

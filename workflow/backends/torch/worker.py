@@ -2,19 +2,20 @@
 
     python -m workflow.backends.torch.worker PLAN_JSON batch|serve
 
-A plan is a batch of cases sharing SKU, backend and recipe. `batch` measures them one
-after another in this one process, each case whole before the next (DESIGN.md,
-"Measurement protocol"): built, quantized and compiled once; characterized (support
-checks, accuracy against the fp32 eager reference, SQNR against the unquantized module,
-first call, compile time, peak memory, profiler artifacts, the per-op profile of
-ops_profile.py); then its invocations, decided by the one protocol loop
-(measure.protocol.measure) with this case's own budget; then its graph statistics
-(torch.export, Dynamo's explain, which resets Dynamo and so comes last). An invocation is
-a child forked from this warm process (CPU, one thread) or, where forking is unsafe, a
-timed block in this process after fresh input buffers (`invocation_kind`). Each case
-prints a "start" line, a "tick" line after each phase and invocation, then a "result"
-line, as JSON on the protocol channel, so that the parent can enforce a deadline per
-step and lose at most the case that hung or crashed. `serve` is one side of a torch A/B
+A plan is a batch of cases sharing SKU, backend and recipe. `batch` measures them in
+this one process, a group of cases held warm at once after another (DESIGN.md,
+"Measurement protocol"): each case built, quantized and compiled once and characterized
+(support checks, accuracy against the fp32 eager reference, SQNR against the unquantized
+module, first call, compile time, peak memory, profiler artifacts, the per-op profile of
+ops_profile.py); then the group's invocations in interleaved rounds, decided by the one
+protocol loop (measure.protocol.measure), each case with its own budget; then each
+case's graph statistics (torch.export, Dynamo's explain, which resets Dynamo and so
+comes last). An invocation is a child forked from this warm process (CPU, one thread)
+or, where forking is unsafe, a timed block in this process after fresh input buffers
+(`invocation_kind`). A "start" line names the case whose step begins, a "tick" line
+ends each phase and invocation, a "result" line carries a case's result, as JSON on the
+protocol channel, so that the parent can enforce a deadline per step and lose at most
+the case that hung or crashed. `serve` is one side of a torch A/B
 pair: one case, prepared once, timed block by block on request.
 """
 from __future__ import annotations
@@ -72,7 +73,10 @@ def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dic
         say("start", case["id"])
         t0 = time.perf_counter()
         cost = Cost(lambda phase, s, cid=case["id"]: say("tick", cid, phase=phase, seconds=s))
-        result, prepared = characterized(case, backend, plan, cost)
+        try:
+            result, prepared = characterized(case, backend, plan, cost)
+        except Exception as exc:  # the model's failure is this case's alone
+            result, prepared = _failed(exc), None
         results[case["id"]] = result
         if prepared is not None:
             warm[case["id"]] = (case, prepared, cost, time.perf_counter() - t0)
@@ -84,7 +88,11 @@ def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dic
         say("start", cid)
         results[cid].update(timings[cid])
         with cost.phase("graph_s"):
-            results[cid]["graph"] = graph_stats_compiled(prepared)
+            try:
+                results[cid]["graph"] = graph_stats_compiled(prepared)
+            except Exception as exc:
+                results[cid] = _failed(exc)
+                continue
         # Its own phases, and its share of the interleaved rounds.
         cost.seconds["total_s"] = (own + cost.seconds["graph_s"]
                                    + cost.seconds.get("invocations_s", 0.0))
