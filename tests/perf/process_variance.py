@@ -61,8 +61,9 @@ are printed for all invocations, then for the undisturbed ones only.
 random order (--forks rounds), the ANOVA of the forks by parent. A process effect
 survives the interleaving; a time window's, which a parent's consecutive forks share in
 the nested design, does not. Measured on the 2-core machine, quiet, --fresh-buffers:
-nested fork ICCs 0.00-0.52 (512 eager 0.52, 1024 eager 0.50, 512 inductor 0.27);
-interleaved 0.00, 0.08, 0.00 for those three: the correlation was the time window's.
+nested fork ICCs 0.00 / 0.52 / 0.50 / 0.01 / 0.27 / 0.25 / 0.48 (128, 512, 1024 eager;
+128, 512, 1024 inductor; 512 int8wo); interleaved 0.00 / 0.00 / 0.23 / 0.14 / 0.00 /
+0.00 / 0.00: the correlation was mostly the time window's (1024 eager kept 0.23, p 0.035).
 
 --quick: 3 parents x 3 forks x 3 blocks on the first shape; a smoke run (under a
 minute). The defaults took 7 minutes on the shared 2-core machine (retakes included).
