@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
 from workflow.backends.torch.characterize import characterize
-from workflow.backends.torch.worker import time_case
+from workflow.backends.torch.worker import measure_case
 from workflow.records.case import section
 from workflow.stages.plan import torch_batch_plan
 from workflow.stages.torch import run_pass, run_torch_batch
@@ -124,7 +124,7 @@ def test_training_phases_are_each_measured(tmp_path):
     suite = suite_for(tmp_path, [{"model": "mlp", "shapes": [[8, 16, 32]],
                                   "modes": ["training"]}])
     (case,), plan = plan_of(suite)
-    got = time_case(case, plan["backend"], plan)
+    got = measure_case(case, plan["backend"], plan)["timing"]
     phases = got["phases_ms"]
     assert set(phases) == {"forward", "backward", "optimizer"}
     assert all(v > 0 for v in phases.values())

@@ -25,7 +25,7 @@ from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.measure.disturbance import available_cpus
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
-from workflow.records.storage import write_json
+from workflow.records.storage import read_json, write_json
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.keys import sources_of
 from workflow.stages.members import write_files_members
@@ -220,7 +220,7 @@ def run_threads(directory: Path | None = None) -> tuple[int, str]:
     run_id = os.environ.get(RUN_ID_ENV)
     path = (directory or THREADS_DIR) / f"{run_id}.json" if run_id else None
     if path is not None and path.is_file():
-        got = json.loads(path.read_text())
+        got = read_json(path)
         return int(got["threads"]), got["how"]
     threads, share = available_cpus()
     seen = "an unknown share" if share is None else f"{share:.0%}"
@@ -230,10 +230,15 @@ def run_threads(directory: Path | None = None) -> tuple[int, str]:
     if path is None:
         return threads, how
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:  # the first writer wins: O_EXCL, so two batches of one run agree
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    # The first writer wins, whole: written aside, then linked into place (link fails
+    # where the file exists), so that two batches of one run agree and neither reads a
+    # file the other is still writing (SLURM runs batches at once).
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as fh:
+        json.dump({"threads": threads, "how": how}, fh)
+    try:
+        os.link(fh.name, path)
     except FileExistsError:
         return run_threads(directory)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"threads": threads, "how": how}, fh)
+    finally:
+        os.unlink(fh.name)
     return threads, how

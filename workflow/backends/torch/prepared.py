@@ -164,13 +164,6 @@ def timed_block(prepared: Prepared, threads: int, min_run_time: float) -> dict:
             "iterations": measured.number_per_run * len(measured.times)}
 
 
-def time_case(case: dict, backend: dict, plan: dict) -> dict:
-    """One in-process invocation of a case built here: warm-up, then the steady state."""
-    prepared, calls = prepare_warm(case, backend, plan)
-    block = observed_block(prepared, plan, plan["measurement"]["torch_min_run_time_s"])
-    return {**block, "warmup_calls": calls}
-
-
 def observed_block(prepared: Prepared, plan: dict, seconds: float) -> dict:
     """timed_block, observed for outside load in this process (the timed block runs
     here, on this process's threads: measure/disturbance.Probe timed="self"): the

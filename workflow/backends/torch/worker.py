@@ -122,13 +122,6 @@ def groups(cases: list[dict], cap_bytes: float) -> list[list[dict]]:
     return out
 
 
-def time_case(case: dict, backend: dict, plan: dict) -> dict:
-    """One in-process invocation of a case built here: warm-up, then the steady state."""
-    prepared, calls = prepare_warm(case, backend, plan)
-    block = observed_block(prepared, plan, plan["measurement"]["torch_min_run_time_s"])
-    return {**block, "warmup_calls": calls}
-
-
 def serve(plan: dict, commands=sys.stdin) -> None:
     """A long-lived worker of an A/B pair (stages/ab_torch.py): the plan's one case is
     prepared once (built, quantized, compiled, warmed up), then each "time" line read from
@@ -137,7 +130,7 @@ def serve(plan: dict, commands=sys.stdin) -> None:
     Lines on stdout: "start", then "ready" (or a "result" saying why the case cannot run,
     and the end), then one "block" per "time" command: its median, iterations, the CPU
     seconds (every thread of this process) and wall seconds of the block, and what
-    disturbed it (observed here, as time_case does: the timed block runs on this
+    disturbed it (observed here, as an invocation does: the timed block runs on this
     process's threads)."""
     case = plan["cases"][0]
     emit("start", case["id"])
