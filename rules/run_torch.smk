@@ -1,8 +1,14 @@
-# run-torch: a batch of torch-eager / torch-inductor cases (one SKU, backend, recipe):
-# support checks, accuracy, graph statistics, then fresh-process invocations.
+# run-torch: a batch of torch cases of one SKU, every backend (eager, torch.compile) and
+# recipe, in one worker: each case built and characterized once, then interleaved
+# invocations (backends/torch/worker.py).
 from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG, torch_batch_dir
 from workflow.stages.keys import without_placement
-from workflow.stages.plan import batch_repair, torch_batch_content, torch_batch_plan
+from workflow.stages.plan import (
+    batch_repair,
+    torch_batch_backends,
+    torch_batch_content,
+    torch_batch_plan,
+)
 from workflow.stages.resources import (
     earlier_record,
     slurm_constraint,
@@ -17,19 +23,18 @@ rule run_torch:
     output:
         batch=directory(TORCH_BATCH_DIR),
     params:
-        cases=lambda wc: torch_batch_plan(SUITE, wc.sku, wc.backend, wc.recipe, wc.batch),
-        backend=lambda wc: SUITE.config["torch_backends"][wc.backend],
+        cases=lambda wc: torch_batch_plan(SUITE, wc.sku, wc.batch),
+        backends=lambda wc: torch_batch_backends(SUITE, wc.sku, wc.batch),
         # Its cluster placement left out: moving it to another partition reruns nothing.
         sku=lambda wc: without_placement(SUITE.sku(wc.sku)),
         tolerances=SUITE.config["accuracy"],
         # By content (stages/keys.py): the model sources, the recipes' code, the torch and
         # torchao builds of the SKU's interpreter (its own torch.python included).
-        content=lambda wc: torch_batch_content(SUITE, wc.sku, wc.backend, wc.recipe,
-                                               wc.batch),
+        content=lambda wc: torch_batch_content(SUITE, wc.sku, wc.batch),
         # Set by the Snakefile when a case record no longer verifies (stages/plan.py's
         # verify_batches): the batch reruns once.
         repair=lambda wc: batch_repair(
-            torch_batch_dir((wc.sku, wc.backend, wc.recipe, wc.batch))),
+            torch_batch_dir((wc.sku, wc.batch))),
     log:
         TORCH_BATCH_LOG,
     conda:
@@ -39,15 +44,14 @@ rule run_torch:
         bench_slot=1,
         # The batch's largest model, and every case's run_s in every pass.
         mem_mb=lambda wc, attempt: torch_batch_mem_mb(
-            [c.workload for c in SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch)],
+            [c.workload for c in SUITE.torch_batch(wc.sku, wc.batch)],
             attempt),
         # What its cases are expected to take (earlier records where they exist),
         # capped by their timeouts; a retry asks for every timeout.
         runtime=lambda wc, attempt: torch_batch_runtime_min(
-            SUITE.torch_batch(wc.sku, wc.backend, wc.recipe, wc.batch),
+            SUITE.torch_batch(wc.sku, wc.batch),
             SUITE.sku(wc.sku)["measurement"], SUITE.config["timeouts"], attempt,
-            [earlier_record(c) for c in SUITE.torch_batch(wc.sku, wc.backend, wc.recipe,
-                                                         wc.batch)]),
+            [earlier_record(c) for c in SUITE.torch_batch(wc.sku, wc.batch)]),
         # The SKU's partition, node features and GPU (its `slurm` settings).
         slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
         constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),

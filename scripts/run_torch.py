@@ -4,7 +4,7 @@ from workflow.stages.torch import run_torch_batch
 
 run_torch_batch(
     cases=snakemake.params.cases,
-    backend=snakemake.params.backend,
+    backends=snakemake.params.backends,
     sku=snakemake.params.sku,
     tolerances=snakemake.params.tolerances,
     timeout_per_case=snakemake.config["timeouts"]["run_s"],

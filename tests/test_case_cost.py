@@ -172,3 +172,32 @@ def test_a_line_read_with_the_one_before_it_is_not_left_waiting():
         assert time.monotonic() - t0 < 5
         proc.kill()
         assert proc.readline(1) == "c" and proc.readline(1) == ""
+
+
+def test_a_batch_compiles_every_case_of_one_model_class():
+    """Dynamo compiles one forward at most recompile_limit (8) times per process: a
+    batch's ninth compiled case of one model class would fail (fullgraph=True, as
+    torchao's cases) or run eager under a compiled name. allow_compiles lifts it."""
+    import torch
+
+    from workflow.backends.torch.prepared import allow_compiles
+
+    class Linear(torch.nn.Module):  # a class of its own: its forward's cache is empty
+        def __init__(self, n):
+            super().__init__()
+            self.lin = torch.nn.Linear(n, n)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    def compile_cases(count):
+        for n in range(1, count + 1):
+            torch.compile(Linear(n), backend="eager", fullgraph=True)(torch.randn(2, n))
+
+    with torch._dynamo.config.patch(recompile_limit=8, accumulated_recompile_limit=256):
+        with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+            compile_cases(10)  # the limit as torch sets it: the ninth case fails
+        torch._dynamo.reset()
+        allow_compiles(12)
+        compile_cases(12)
+    torch._dynamo.reset()

@@ -426,15 +426,15 @@ def _enospc_trace(tmp_path, monkeypatch):
     from workflow.stages.torch import run_pass
 
     suite = _linear_suite(tmp_path, profiler=True, backends=["torch-eager"])
-    cases = torch_batch_plan(suite, "host", "torch-eager", "baseline",
-                             next(iter(suite.torch_batches))[-1])
+    cases = torch_batch_plan(suite, "host", next(iter(suite.torch_batches))[-1])
     with small_fs(tmp_path / "mnt", "full", None, size="4k") as out:
-        plan = {"backend": suite.config["torch_backends"]["torch-eager"], "threads": 1,
+        plan = {"backends": {"torch-eager": suite.config["torch_backends"]["torch-eager"]},
+                "threads": 1,
                 "measurement": suite.config["skus"]["host"]["measurement"],
                 "tolerances": suite.config["accuracy"], "artifacts_dir": str(out)}
         (got,) = run_pass(plan, "batch", cases, timeout_per_case=240,
                           log=str(tmp_path / "torch.log")).values()
-        trace = out / f"{cases[0]['workload']['id']}.trace.json"
+        trace = out / f"{cases[0]['workload']['id']}.torch-eager.baseline.trace.json"
         assert got == {"status": "failed",
                        "error": f"WriteError: could not write {trace}: No space left on device"}
         assert list(out.iterdir()) == []

@@ -26,8 +26,12 @@ def suite_for(tmp_path, workloads, recipes=("baseline",), backends=("torch-eager
 
 
 def plan_of(suite, backend="torch-eager", recipe="baseline"):
-    cases = torch_batch_plan(suite, "host", backend, recipe, "b0")
-    plan = {"backend": suite.config["torch_backends"][backend], "threads": 1,
+    """The batch's cases of one backend and recipe, and a worker plan for them (`backend`
+    too, for the tests that call the worker's functions directly)."""
+    cases = [c for c in torch_batch_plan(suite, "host", "b0")
+             if (c["backend"], c["recipe"]) == (backend, recipe)]
+    plan = {"backend": suite.config["torch_backends"][backend],
+            "backends": {backend: suite.config["torch_backends"][backend]}, "threads": 1,
             "measurement": suite.config["skus"]["host"]["measurement"],
             "tolerances": suite.config["accuracy"],
             "artifacts_dir": "unused"}
@@ -154,11 +158,12 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
 def test_a_batch_writes_one_record_per_case(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8], [8, 8, 8]]}])
     cases, plan = plan_of(suite)
-    records = run_torch_batch(cases=cases, backend=plan["backend"], sku=suite.sku("host"),
+    records = run_torch_batch(cases=cases, backends=plan["backends"], sku=suite.sku("host"),
                               tolerances=plan["tolerances"], timeout_per_case=120,
                               out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
-    assert sorted(p.name for p in (tmp_path / "batch" / "cases").iterdir()) == [
-        "linear-4x8x8-f32.json", "linear-8x8x8-f32.json"]
+    cases_dir = tmp_path / "batch" / "cases"
+    assert sorted(str(p.relative_to(cases_dir)) for p in cases_dir.rglob("*.json")) == [
+        "torch-eager/linear-4x8x8-f32/baseline.json", "torch-eager/linear-8x8x8-f32/baseline.json"]
     for rec in records:
         assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
         assert len(rec["timing"]["invocation_medians_ms"]) == 2
@@ -183,7 +188,7 @@ def test_a_skus_own_python_runs_its_workers_and_is_recorded(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8]]}])
     sku = {**suite.sku("host"), "torch": {**suite.sku("host")["torch"], "python": str(python)}}
     cases, plan = plan_of(suite)
-    (rec,) = run_torch_batch(cases=cases, backend=plan["backend"], sku=sku,
+    (rec,) = run_torch_batch(cases=cases, backends=plan["backends"], sku=sku,
                              tolerances=plan["tolerances"], timeout_per_case=120,
                              out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
     assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2

@@ -186,8 +186,8 @@ def test_enable_memory_visualizer_is_accepted_and_recorded(tmp_path):
                                       (True, "unsupported: the memory visualization renders a "
                                              "CUDA memory snapshot")):
         spec["memory_profiler"] = memory_profiler
-        profile = write_profiles(Prepared(), {"workload": spec}, {"artifacts_dir": str(tmp_path)},
-                                 spec)
+        case = {"workload": spec, "backend": "torch-eager", "recipe": "baseline"}
+        profile = write_profiles(Prepared(), case, {"artifacts_dir": str(tmp_path)}, spec)
         assert profile["memory_visualization"] is None
         assert profile["memory_visualization_status"].startswith(expected)
 
@@ -256,11 +256,9 @@ def test_the_schema_knows_every_generator():
 # The CPU copy of torchao's test config has 210 cases; its shapes reach 65536 x 65536 x
 # 65536 (a 24 GiB working set, about 20 minutes a call on 2 cores) and it cannot run here.
 # The run below uses the file unchanged with `--config`-style overrides of the SKU
-# measurement and of torch_batch_size (one case per job, so that jobs can be chosen),
-# and runs the jobs of the file's smallest workload: every recipe on torch-eager, and on
-# torch.compile's max-autotune the baseline and the recipe this machine cannot run
-# (max-autotune's compile of each recipe costs ~20 s here; the quantized recipes'
-# compiled paths are run by tests/test_e2e_torch.py).
+# measurement and of torch_batch_size (one workload per job, so that jobs can be chosen),
+# and runs the job of the file's smallest workload: every recipe on torch-eager and on
+# torch.compile's max-autotune, in one worker.
 # A fixed count, never disturbed (tests/conftest.FAST_MEASUREMENT says why): adaptive
 # torch invocations with retakes made this test 639 s on two busy pytest workers.
 FAST = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0, "repetitions": 3,
@@ -268,12 +266,11 @@ FAST = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0, "repetit
         "rerun_noisy": False, "torch_warmup_calls": 3, "torch_warmup_s": 0.01,
         "torch_min_run_time_s": 0.05}
 E2E_WORKLOADS = ("linear-1024x1024x1024-bf16",)
-AUTOTUNED = ("baseline", "float8dq-tensor")
 
 
 @pytest.mark.e2e
 def test_the_cpu_copy_of_torchaos_test_config_runs(tmp_path):
-    from workflow.paths import torch_batch_dir
+    from workflow.paths import torch_batch_dir, torch_case_record
 
     overlay = write_suite(tmp_path / "fast.yaml", {
         "skus": {"cpu-host": {"torch": {"threads": 2}, "measurement": FAST}},
@@ -284,18 +281,15 @@ def test_the_cpu_copy_of_torchaos_test_config_runs(tmp_path):
     # ~24 GiB in bf16, recorded as unsupported on a machine with less memory (23.5 GiB here).
     assert all(c.workload.shape == (65536,) * 3 and "needs ~24.0 GiB" in c.unsupported
                for c in suite.unsupported_cases) and len(suite.unsupported_cases) in (0, 10)
-    keys = [k for k, cases in suite.torch_batches.items()
-            if cases[0].workload.id in E2E_WORKLOADS]
-    assert len(keys) == 5 * 2
-    keys = [k for k in keys if k[1] == "torch-eager" or k[2] in AUTOTUNED]
-    assert len(keys) == 5 + len(AUTOTUNED)
-    snakemake(tmp_path, *[torch_batch_dir(k) for k in keys], "--configfile",
-              str(CPU_TEST_CONFIG), str(overlay))
+    # One job per workload (torch_batch_size 1): its ten cases, both backends, every recipe.
+    (key,) = [k for k, cases in suite.torch_batches.items()
+              if cases[0].workload.id in E2E_WORKLOADS]
+    assert len(suite.torch_batches[key]) == 5 * 2
+    snakemake(tmp_path, torch_batch_dir(key), "--configfile", str(CPU_TEST_CONFIG), str(overlay))
     statuses = {}
-    for key in keys:
-        (case,) = suite.torch_batches[key]
-        record = json.loads((tmp_path / torch_batch_dir(key) / "cases" /
-                             f"{case.workload.id}.json").read_text())
+    for case in suite.torch_batches[key]:
+        record = json.loads((tmp_path / torch_case_record(torch_batch_dir(key),
+                                                          case.identity())).read_text())
         statuses[record["id"]] = record["status"]
         assert record["status"] in ("ok", "unsupported"), (record["id"], record["error"])
         if record["status"] == "unsupported":
@@ -307,4 +301,4 @@ def test_the_cpu_copy_of_torchaos_test_config_runs(tmp_path):
         if record["backend"] == "torch-inductor-max-autotune":
             assert record["compile_mode"] == "max-autotune"
             assert record["graph"]["graph_breaks"] == 0
-    assert sorted(statuses.values()) == ["ok"] * 5 + ["unsupported"] * 2
+    assert sorted(statuses.values()) == ["ok"] * 8 + ["unsupported"] * 2

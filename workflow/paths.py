@@ -35,7 +35,9 @@ COMPILE_DIR = RESULTS + "/compile/{sku}/{workload}"
 RUN_DIR = RESULTS + "/run/{sku}/{backend}/{workload}/{recipe}"
 VERIFY_DIR = RESULTS + "/verify/{sku}/{backend}/{workload}/{recipe}"
 CASE = RESULTS + "/cases/{sku}/{backend}/{workload}/{recipe}.json"
-TORCH_BATCH_DIR = RESULTS + "/torch/{sku}/{backend}/{recipe}/{batch}"
+# A torch batch job: every backend and recipe of one SKU (suite/load.py); its cases'
+# records are at torch_case_record.
+TORCH_BATCH_DIR = RESULTS + "/torch/{sku}/{batch}"
 # An IREE batch job's list of its cases (their records are at CASE, beside the others).
 IREE_BATCH = RESULTS + "/iree/{sku}/{batch}.json"
 REPORT = RESULTS + "/report.json"
@@ -98,7 +100,7 @@ BF_RUN_TIMING = BF_RUN + "/timing.json"
 # the case's stages write one after the other.
 IREE_BATCH_LOG = LOGS + "/iree/{sku}/{batch}.log"
 IREE_CASE_LOG = LOGS + "/iree/{sku}/cases/{workload}.log"
-TORCH_BATCH_LOG = LOGS + "/torch/{sku}/{backend}/{recipe}/{batch}.log"
+TORCH_BATCH_LOG = LOGS + "/torch/{sku}/{batch}.log"
 BF_COMPILE_LOG = LOGS + "/bench_files/compile/{sku}/{benchmark}.log"
 BF_RUN_LOG = LOGS + "/bench_files/run/{sku}/{benchmark}.log"
 BF_CASE_LOG = LOGS + "/bench_files/cases/{sku}/{benchmark}.log"
@@ -135,6 +137,13 @@ def iree_batch_path(key: tuple[str, str]) -> str:
     return IREE_BATCH.format(sku=sku, batch=batch)
 
 
-def torch_batch_dir(key: tuple[str, str, str, str]) -> str:
-    sku, backend, recipe, batch = key
-    return TORCH_BATCH_DIR.format(sku=sku, backend=backend, recipe=recipe, batch=batch)
+def torch_batch_dir(key: tuple[str, str]) -> str:
+    sku, batch = key
+    return TORCH_BATCH_DIR.format(sku=sku, batch=batch)
+
+
+def torch_case_record(batch_dir: str, identity: dict) -> str:
+    """Where a torch batch writes a case's record: its backend, workload and recipe make
+    it unique in the batch, which holds one SKU."""
+    return (f"{batch_dir}/cases/{identity['backend']}/{identity['workload']}/"
+            f"{identity['recipe']}.json")

@@ -116,9 +116,10 @@ def cases_role(shapes: list[list[int]], int8: bool) -> list[dict]:
         spec = dict(suite.config["torch_backends"][backend])
         if spec["kind"] == "inductor":
             spec["fullgraph"] = True
-        for batch in sorted(b for s, be, r, b in suite.torch_batches
-                            if (s, be, r) == ("host", backend, recipe)):
-            for case in torch_batch_plan(suite, "host", backend, recipe, batch):
+        for batch in sorted(b for s, b in suite.torch_batches if s == "host"):
+            for case in torch_batch_plan(suite, "host", batch):
+                if (case["backend"], case["recipe"]) != (backend, recipe):
+                    continue
                 shape = case["workload"]["shape"]
                 if recipe == "int8wo" and shape != shapes[len(shapes) // 2]:
                     continue

@@ -122,10 +122,17 @@ def iree_builds() -> tuple[str, str]:
     return package_build("iree-base-compiler"), package_build("iree-base-runtime")
 
 
-def torch_batch_plan(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> list:
+def torch_batch_plan(suite: Suite, sku: str, batch: str) -> list:
     """What a run_torch job measures; also its params, so a changed case reruns its batch."""
     return [{"id": c.id, "identity": c.identity(), "workload": c.workload.spec(),
-             "recipe": c.recipe} for c in suite.torch_batch(sku, backend, recipe, batch)]
+             "backend": c.backend, "recipe": c.recipe} for c in suite.torch_batch(sku, batch)]
+
+
+def torch_batch_backends(suite: Suite, sku: str, batch: str) -> dict[str, dict]:
+    """The torch backends a batch's cases use, by name (a param: an edited backend reruns
+    the batches that use it)."""
+    names = sorted({c.backend for c in suite.torch_batch(sku, batch)})
+    return {name: suite.config["torch_backends"][name] for name in names}
 
 
 def unsupported_plan(suite: Suite) -> list[dict]:
@@ -234,12 +241,12 @@ def iree_batch_content(suite: Suite, sku: str, batch: str) -> dict:
                    suite.sku(sku))
 
 
-def torch_batch_content(suite: Suite, sku: str, backend: str, recipe: str, batch: str) -> dict:
+def torch_batch_content(suite: Suite, sku: str, batch: str) -> dict:
     """The content a torch batch is made from, beyond its plan: its models' sources, the
     recipes' code, the torch and torchao builds of its interpreter."""
     from workflow.stages.keys import torch_batch_content as content
 
-    return content([c.workload.spec() for c in suite.torch_batch(sku, backend, recipe, batch)],
+    return content([c.workload.spec() for c in suite.torch_batch(sku, batch)],
                    suite.sku(sku))
 
 
@@ -282,7 +289,7 @@ def report_records(suite: Suite, bench) -> list[dict]:
     whether the report step judges it against the goldens (IREE and torch cases; a
     benchmark file's case was judged in its own case step), and the output that makes
     it again (its batch list or directory, or the benchmark file's case record)."""
-    from workflow.paths import CASE, iree_batch_path, torch_batch_dir
+    from workflow.paths import CASE, iree_batch_path, torch_batch_dir, torch_case_record
 
     out = []
     for key, cases in suite.iree_batches.items():
@@ -295,7 +302,7 @@ def report_records(suite: Suite, bench) -> list[dict]:
     for key in suite.torch_batches:
         for c in suite.torch_batch(*key):
             ident = c.identity()
-            out.append({"record": f"{torch_batch_dir(key)}/cases/{ident['workload']}.json",
+            out.append({"record": torch_case_record(torch_batch_dir(key), ident),
                         "identity": ident, "judge": True, "redo": torch_batch_dir(key)})
     return out + bench_plan.case_records(bench)
 

@@ -23,6 +23,7 @@ from workflow.backends.builds import interpreter_versions
 from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
 from workflow.errors import OWN_BUG_EXIT, OwnBug
 from workflow.measure.disturbance import available_cpus
+from workflow.paths import torch_case_record
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
@@ -105,18 +106,19 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
         return results, None, ""
 
 
-def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: dict,
+def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, tolerances: dict,
                     timeout_per_case: float, out_dir: str, log: str,
                     targets: dict[str, dict] | None = None) -> list[dict]:
-    """Measures a batch and writes one case record per case under out_dir/cases/.
+    """Measures a batch and writes one case record per case (paths.torch_case_record).
     Golden verdicts are added at aggregation, so blessing never re-measures a batch;
     `targets` (case id -> {rel_width, source}) is the interval width a case judged by a
-    golden needs (stages/targets.py), which only decides when it has measured enough."""
+    golden needs (stages/targets.py), which only decides when it has measured enough.
+    `backends`: the settings of the torch backends the cases use, by name."""
     out = Path(out_dir)
-    (out / "cases").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     m = sku["measurement"]
     sku = with_threads(sku, log)
-    plan = {"backend": backend, "threads": sku["torch"]["threads"], "measurement": m,
+    plan = {"backends": backends, "threads": sku["torch"]["threads"], "measurement": m,
             "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
             "python": sku["torch"].get("python")}
     t0, started_at = time.monotonic(), now_iso()
@@ -138,13 +140,15 @@ def run_torch_batch(*, cases: list[dict], backend: dict, sku: dict, tolerances: 
                         {**torch_provenance(sku, got[case["id"]]), **interpreter,
                          "started_at": started_at,
                          "model_sources": sources_of(case["workload"])})
-        write_json(out / "cases" / f"{case['identity']['workload']}.json", data)
+        path = Path(torch_case_record(out_dir, case["identity"]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, data)
         records.append(data)
     write_json(out / "batch.json", {
         "cases": [c["id"] for c in cases], "seconds": measure_s, "threads": plan["threads"],
         "threads_decided": sku["torch"].get("threads_decided")})
     # Beside the batch directory: what the Snakefile checks before the next run.
-    write_files_members(out_dir, {c["id"]: str(out / "cases" / f"{c['identity']['workload']}.json")
+    write_files_members(out_dir, {c["id"]: torch_case_record(out_dir, c["identity"])
                                   for c in cases})
     return records
 

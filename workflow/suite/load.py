@@ -96,8 +96,9 @@ class Suite:
     source: str
     workloads: dict[str, Workload] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
-    # (sku, backend, recipe, batch id) -> cases measured by one torch job
-    torch_batches: dict[tuple[str, str, str, str], list[Case]] = field(default_factory=dict)
+    # (sku, batch id) -> torch cases measured by one job (one worker), every backend and
+    # recipe of the SKU together
+    torch_batches: dict[tuple[str, str], list[Case]] = field(default_factory=dict)
     # (sku, batch id) -> IREE cases measured by one job
     iree_batches: dict[tuple[str, str], list[Case]] = field(default_factory=dict)
     # (base SKU, new SKU) -> the IREE workloads both measure: one A/B job each
@@ -137,8 +138,8 @@ class Suite:
         """Whether the suite has A/B pairs of either kind (then `all` builds ab.json)."""
         return bool(self.ab_pairs or self.torch_ab_pairs)
 
-    def torch_batch(self, sku: str, backend: str, recipe: str, batch: str) -> list[Case]:
-        return self.torch_batches[(sku, backend, recipe, batch)]
+    def torch_batch(self, sku: str, batch: str) -> list[Case]:
+        return self.torch_batches[(sku, batch)]
 
     def config_hash(self) -> str:
         blob = json.dumps(self.config, sort_keys=True).encode()
@@ -423,36 +424,45 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
 
 
 def _batch_torch_cases(suite: Suite) -> None:
-    """Groups torch cases into jobs of at most torch_batch_size cases sharing SKU,
-    backend and recipe: one Snakemake job and a few interpreter start-ups per batch
-    instead of per case."""
-    size = suite.config["torch_batch_size"]
-    groups: dict[tuple[str, str, str], list[Case]] = {}
+    """Groups each SKU's torch cases, every backend and recipe together, into jobs of
+    about torch_batch_size cases (_by_workload_hash): one worker, so one interpreter
+    start and one torch import, measures eager, compiled and quantized cases of a SKU
+    alike, and interleaves their invocations (backends/torch/worker.py). A workload's
+    cases stay in one batch, consecutive."""
+    by_sku: dict[str, list[Case]] = {}
     for case in suite.cases:
         if case.backend_kind != IREE and not case.unsupported:
-            groups.setdefault((case.sku, case.backend, case.recipe), []).append(case)
-    for (sku, backend, recipe), cases in groups.items():
-        for n, start in enumerate(range(0, len(cases), size)):
-            suite.torch_batches[(sku, backend, recipe, f"b{n}")] = cases[start:start + size]
+            by_sku.setdefault(case.sku, []).append(case)
+    for sku, cases in by_sku.items():
+        for batch, members in _by_workload_hash(cases, suite.config["torch_batch_size"]):
+            suite.torch_batches[(sku, batch)] = members
 
 
 def _batch_iree_cases(suite: Suite) -> None:
-    """Groups each SKU's IREE cases into about count / iree_batch_size jobs (a power of
-    two) by a hash of the workload id, not by position: adding or removing a workload
-    changes the members of one batch only (all of them when the count crosses a power
-    of two; the batch jobs then reuse every unchanged case's results, stages/iree.py)."""
-    size = suite.config["iree_batch_size"]
+    """Groups each SKU's IREE cases into about count / iree_batch_size jobs
+    (_by_workload_hash)."""
     by_sku: dict[str, list[Case]] = {}
     for case in suite.iree_cases:
         by_sku.setdefault(case.sku, []).append(case)
     for sku, cases in by_sku.items():
-        buckets = 1 << max(0, math.ceil(len(cases) / size) - 1).bit_length()
-        for case in cases:
-            digest = int.from_bytes(hashlib.sha256(case.workload.id.encode()).digest()[:8],
-                                    "big")
-            # Size 1: a job per case, named by the hash itself (no two cases share one).
-            bucket = digest if size == 1 else digest % buckets
-            suite.iree_batches.setdefault((sku, f"b{bucket}"), []).append(case)
+        for batch, members in _by_workload_hash(cases, suite.config["iree_batch_size"]):
+            suite.iree_batches[(sku, batch)] = members
+
+
+def _by_workload_hash(cases: list[Case], size: int) -> list[tuple[str, list[Case]]]:
+    """One SKU's cases in about count / size batches (a power of two), by a hash of the
+    workload id, not by position: adding or removing a workload changes the members of
+    one batch only (all of them when the count crosses a power of two; an IREE batch
+    job then reuses every unchanged case's results, stages/iree.py). Each batch keeps
+    the cases' order."""
+    buckets = 1 << max(0, math.ceil(len(cases) / size) - 1).bit_length()
+    out: dict[str, list[Case]] = {}
+    for case in cases:
+        digest = int.from_bytes(hashlib.sha256(case.workload.id.encode()).digest()[:8], "big")
+        # Size 1: a job per workload, named by the hash itself (no two workloads share one).
+        bucket = digest if size == 1 else digest % buckets
+        out.setdefault(f"b{bucket}", []).append(case)
+    return list(out.items())
 
 
 def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -> Suite:

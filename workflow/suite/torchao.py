@@ -69,16 +69,19 @@ V1_COMPILE_KEY = "use_torch_compile"
 # one thread too, so that its numbers compare with torchao's and a batch's thread count
 # never depends on the machine's load when it starts. Its invocations are short, as
 # torchao's own timing is (100 calls after 100 warm-up calls): each is a child of the
-# warm worker, and the interval comes from 6 to 12 invocations, not from long blocks
-# (blocks of 0.1 s after 5 warm-up calls measured a 23 ms linear 7-15 % slower than
-# torchao's process; 0.2 s after at least 10 calls agreed). Its question is a speedup (a
-# recipe against baseline, compiled against eager), which a 5 % wide interval of each
-# side answers where a change is worth a dashboard's row; torchao's own figure has no
-# interval at all (issue 34).
+# warm worker, at least 3 warm-up calls and a 0.1 s block (the forks of one worker timed
+# a 22 ms linear alike after 3 calls and 0.1 s, 10 calls and 0.2 s, or 30 calls and
+# 0.1 s: within 1.2 %), and the interval comes from 10 to 14 invocations: at 10 the
+# median's interval is the second-lowest to the second-highest, so one stray invocation
+# on a shared machine no longer sets its width, as [min, max] at 7 did (0.1 s blocks at
+# 6 to 12 invocations: widths of 12-48 % where one invocation in seven ran long). Its
+# question is a speedup (a recipe against baseline, compiled against eager), which a
+# 5 % wide interval of each side answers where a change is worth a dashboard's row;
+# torchao's own figure has no interval at all (issue 34).
 TORCHAO_SKUS = {"cpu-host": {"torch": {"threads": 1},
-                             "measurement": {"torch_warmup_calls": 10, "torch_warmup_s": 0.02,
-                                             "torch_min_run_time_s": 0.2,
-                                             "invocations": 6, "max_invocations": 12,
+                             "measurement": {"torch_warmup_calls": 3, "torch_warmup_s": 0.0,
+                                             "torch_min_run_time_s": 0.1,
+                                             "invocations": 10, "max_invocations": 14,
                                              "target_rel_width": 0.05}}}
 
 

@@ -218,7 +218,8 @@ def write_profiles(prepared: Prepared, case: dict, plan: dict, w: dict) -> dict 
 
     out_dir = Path(plan["artifacts_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = case["workload"]["id"]
+    # A batch holds every backend and recipe of its SKU: the three name a case's files.
+    stem = f"{case['workload']['id']}.{case['backend']}.{case['recipe']}"
     profile: dict = {"trace": None, "memory_snapshot": None, "memory_snapshot_status": None,
                      "memory_visualization": None, "memory_visualization_status": None}
     if w["profiler"]:

@@ -122,6 +122,21 @@ def numpy_outputs(out) -> list:
     return [to_numpy(t) for t in tensor_leaves(out)]
 
 
+def allow_compiles(count: int) -> None:
+    """Lets Dynamo compile a model's forward once per case of a batch. Dynamo compiles one
+    code object at most recompile_limit times (8) per process and then runs it eager,
+    or with fullgraph=True fails: a batch's cases of one model class (each shape, recipe
+    and mode) share that code, so its ninth compiled case would be timed eager under a
+    compiled name. More cache entries cost a timed call nothing: Dynamo moves the entry
+    that matched to the front of the code's list, and a case's warm-up calls make its
+    own the first checked."""
+    import torch._dynamo
+
+    cfg = torch._dynamo.config
+    cfg.recompile_limit = max(cfg.recompile_limit, count + 8)
+    cfg.accumulated_recompile_limit = max(cfg.accumulated_recompile_limit, count + 256)
+
+
 def warm_up(prepared: Prepared, m: dict) -> int:
     """Calls until torch_warmup_calls and torch_warmup_s are both reached; their count."""
     calls, t0 = 0, time.perf_counter()

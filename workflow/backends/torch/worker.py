@@ -2,21 +2,21 @@
 
     python -m workflow.backends.torch.worker PLAN_JSON batch|serve
 
-A plan is a batch of cases sharing SKU, backend and recipe. `batch` measures them in
-this one process, a group of cases held warm at once after another (DESIGN.md,
-"Measurement protocol"): each case built, quantized and compiled once and characterized
-(support checks, accuracy against the fp32 eager reference, SQNR against the unquantized
-module, first call, compile time, peak memory, profiler artifacts, the per-op profile of
-ops_profile.py); then the group's invocations in interleaved rounds, decided by the one
-protocol loop (measure.protocol.measure), each case with its own budget; then each
-case's graph statistics (torch.export, Dynamo's explain, which resets Dynamo and so
-comes last). An invocation is a child forked from this warm process (CPU, one thread)
-or, where forking is unsafe, a timed block in this process after fresh input buffers
-(`invocation_kind`). A "start" line names the case whose step begins, a "tick" line
-ends each phase and invocation, a "result" line carries a case's result, as JSON on the
-protocol channel, so that the parent can enforce a deadline per step and lose at most
-the case that hung or crashed. `serve` is one side of a torch A/B
-pair: one case, prepared once, timed block by block on request.
+A plan is a batch of cases of one SKU, of any torch backends (`backends`, by name) and
+recipes. `batch` measures them in this one process, a group of cases held warm at once
+after another (DESIGN.md, "Measurement protocol"): each case built, quantized and
+compiled once and characterized (support checks, accuracy against the fp32 eager
+reference, SQNR against the unquantized module, first call, compile time, peak memory,
+profiler artifacts, the per-op profile of ops_profile.py); then the group's invocations
+in interleaved rounds, decided by the one protocol loop (measure.protocol.measure), each
+case with its own budget; then each case's graph statistics (torch.export, Dynamo's
+explain, which resets Dynamo and so comes last). An invocation is a child forked from
+this warm process (CPU, one thread) or, where forking is unsafe, a timed block in this
+process after fresh input buffers (`invocation_kind`). A "start" line names the case
+whose step begins, a "tick" line ends each phase and invocation, a "result" line
+carries a case's result, as JSON on the protocol channel, so that the parent can
+enforce a deadline per step and lose at most the case that hung or crashed. `serve` is
+one side of a torch A/B pair: one case, prepared once, timed block by block on request.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from workflow.backends.torch.invocations import timed_invocations
 from workflow.backends.torch.ops_profile import profile_ops
 from workflow.backends.torch.prepared import (
     Unsupported,
+    allow_compiles,
     observed_block,
     prepare_warm,
     probe_device,
@@ -56,7 +57,8 @@ def emit(event: str, case: str, **data) -> None:
           file=_CHANNEL[0] if _CHANNEL else sys.stdout, flush=True)
 
 
-def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dict[str, dict]:
+def measure_group(cases: list[dict], backends: dict[str, dict], plan: dict,
+                  say=None) -> dict[str, dict]:
     """A group of cases whole, in this process (DESIGN.md, "Measurement protocol"): each
     characterized and kept warm, then their invocations interleaved, one of each case
     still measuring per round (the protocol's loop, each case with its own budget and
@@ -65,7 +67,8 @@ def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dic
     statistics (last: Dynamo's explain resets Dynamo, so no compiled module is called
     after it). Each result carries the record's `timing` and `cost`; an invocation that
     failed is `run_error`, the characterization kept. `say(event, case_id, **data)` hears
-    of each step ("start" when a case's step begins, "tick" when a phase ends)."""
+    of each step ("start" when a case's step begins, "tick" when a phase ends).
+    `backends`: the torch backends' settings by name (a case's `backend`)."""
     say = say or (lambda *a, **k: None)
     results: dict[str, dict] = {}
     warm: dict[str, tuple] = {}  # case id -> (case, prepared, cost, its own seconds so far)
@@ -74,7 +77,7 @@ def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dic
         t0 = time.perf_counter()
         cost = Cost(lambda phase, s, cid=case["id"]: say("tick", cid, phase=phase, seconds=s))
         try:
-            result, prepared = characterized(case, backend, plan, cost)
+            result, prepared = characterized(case, backends[case["backend"]], plan, cost)
         except Exception as exc:  # the model's failure is this case's alone
             result, prepared = _failed(exc), None
         results[case["id"]] = result
@@ -102,7 +105,7 @@ def measure_group(cases: list[dict], backend: dict, plan: dict, say=None) -> dic
 
 def measure_case(case: dict, backend: dict, plan: dict) -> dict:
     """One case alone (measure_group of one)."""
-    return measure_group([case], backend, plan)[case["id"]]
+    return measure_group([case], {case["backend"]: backend}, plan)[case["id"]]
 
 
 def groups(cases: list[dict], cap_bytes: float) -> list[list[dict]]:
@@ -184,6 +187,7 @@ def main(argv: list[str]) -> None:
     if pass_name != "batch":
         raise ValueError(f"worker: unknown pass {pass_name!r}; expected 'batch' or 'serve'")
     start_s = _started(plan)
+    allow_compiles(len(plan["cases"]))
 
     def say(event: str, case_id: str, **data) -> None:
         if event == "tick":  # the job's log says where each case's time went
@@ -193,7 +197,7 @@ def main(argv: list[str]) -> None:
 
     for group in groups(plan["cases"], plan.get("group_bytes") or 0):
         try:
-            results = measure_group(group, plan["backend"], plan, say)
+            results = measure_group(group, plan["backends"], plan, say)
         except Exception as exc:  # a case failed the group: its cases are failed
             failed = _failed(exc)
             results = {case["id"]: failed for case in group}
