@@ -35,7 +35,10 @@ at a231bc1 (a case's invocations forked from one worker, consecutive) 136.5 s ag
 47.5 s, 2.9x; at dc6930c (invocations interleaved across a group of warm cases, the
 torchao SKU's 6 to 12 short invocations), --runs 2: 77.0 and 81.2 s against 51.5 and
 52.6 s, 1.52x, 11 of 12 cases within 10 % (the twelfth: torchao's own second run off by
-a third); the default suite 149.8 s for 14 cases (a299a73).
+a third); the default suite 149.8 s for 14 cases (a299a73); at a3c3781 (one worker per
+SKU, every backend and recipe; 3 warm-up calls, 0.1 s blocks, 10 to 14 invocations),
+from a fresh clone, --runs 2: 47.5 and 44.6 s against 46.0 and 45.5 s, 1.01x, 12 of 12
+cases within 10 %, widths 1.1-5.0 %; the default suite 131.7 s for 14 cases.
 """
 
 from __future__ import annotations
