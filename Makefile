@@ -12,7 +12,7 @@ FAST := not e2e and not tool and not browser and not slurm and not quiet
 # end-to-end tests overlap their waits (timeouts, process starts) with each other's work.
 WORKERS ?= 2
 
-.PHONY: setup report check test perf clean
+.PHONY: setup report check test gpu perf clean
 
 setup: $(VENV)/.installed
 
@@ -50,6 +50,13 @@ test: setup
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=15
 	$(BIN)/pytest -q -m quiet --durations=5
 	$(BIN)/pytest -q -m slurm
+
+# The GPU tier (tests/gpu): the H100 suites end to end on this machine's CUDA GPU, each
+# median checked against a standalone run. Its tests are skipped, with the reason (-rs),
+# where the GPU, IREE's CUDA HAL or a CUDA build of torch is missing: setup installs
+# the CPU torch, so a GPU machine needs CUDA torch in $(VENV) for the torch suite.
+gpu: setup
+	$(BIN)/pytest -q -rs -m gpu tests/gpu
 
 perf: setup
 	$(BIN)/python tests/perf/dag_overhead.py

@@ -1,4 +1,5 @@
-# iree-batch: a batch of one SKU's IREE cases (workflow/stages/iree.py), each measured
+# iree-batch: a batch of one SKU's IREE cases (workflow/stages/iree_batch.py; each case by
+# workflow/stages/iree.py's case_job), each measured
 # start to finish: export (shared by the workload's SKUs), iree-compile,
 # iree-benchmark-module (one fresh process per invocation, DESIGN.md protocol),
 # verification against the fp32 reference, case record.

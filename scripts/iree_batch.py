@@ -1,5 +1,5 @@
-# Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree.batch_job.
-from workflow.stages.iree import batch_job
+# Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree_batch.batch_job.
+from workflow.stages.iree_batch import batch_job
 from workflow.stages.targets import time_targets
 
 batch_job(

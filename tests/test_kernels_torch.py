@@ -1,17 +1,16 @@
 """Torch cases' per-op profiles (issue 25): torch.profiler's key_averages() as the
 record's `kernels` rows (backends/torch/ops_profile.py), recorded when the batch
 worker characterizes eager, inductor and int8wo cases (that they reach the record
-through the worker processes: tests/test_torch_bench.py's batch test)."""
+through the worker processes: tests/test_torch_bench.py's batch test). A CUDA case's rows,
+its kernels: tests/test_gpu_kernels.py."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import pytest
 
 from tests.test_torch_bench import plan_of, suite_for
 from workflow.backends.torch.characterize import characterize
-from workflow.backends.torch.ops_profile import NO_OP, op_rows, profile_ops
+from workflow.backends.torch.ops_profile import op_rows, profile_ops
 from workflow.records import schemas
 from workflow.records.kernels import TOP
 
@@ -46,7 +45,7 @@ def test_rows_are_each_ops_self_cpu_time_of_a_real_profile():
         for _ in range(5):
             step()
     events = prof.key_averages()
-    rows = op_rows(events, cuda=False)
+    rows = op_rows(events)
     by_name = {r["name"]: r for r in rows}
     # Two Linear layers with a bias: aten::addmm twice per call, aten::gelu once.
     assert by_name["aten::addmm"]["count"] == 10 and by_name["aten::gelu"]["count"] == 5
@@ -61,32 +60,6 @@ def test_rows_are_each_ops_self_cpu_time_of_a_real_profile():
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
     r = by_name["aten::addmm"]
     assert r["mean_ms"] == pytest.approx(r["total_ms"] / 10)
-
-
-def _event(key, count, *, cpu_us=0.0, device_us=0.0, device="CPU", annotation=False):
-    import torch
-
-    return SimpleNamespace(key=key, count=count, self_cpu_time_total=cpu_us,
-                           self_device_time_total=device_us, is_user_annotation=annotation,
-                           device_type=getattr(torch.autograd.DeviceType, device))
-
-
-def test_cuda_rows_are_self_device_time_and_kernels_no_op_launched():
-    """No GPU here: events shaped as key_averages() gives them under CUDA. Each op's row is
-    the device time of the kernels it launched itself; the kernel events (device-side) are
-    not rows again, a user annotation spanning kernels is not counted, and device time no
-    op launched (a cudagraph's replay) is one NO_OP row, so the rows sum to the device's."""
-    events = [_event("aten::addmm", 20, cpu_us=300, device_us=800),
-              _event("aten::linear", 20, cpu_us=50),  # its addmm launched the kernels
-              _event("sm80_xmma_gemm", 20, device_us=800, device="CUDA"),
-              _event("## Call CompiledFxGraph ##", 10, device_us=1000, device="CUDA",
-                     annotation=True),
-              _event("void graph_replayed_kernel", 10, device_us=200, device="CUDA")]
-    rows = op_rows(events, cuda=True)
-    assert [(r["name"], r["count"], r["total_ms"]) for r in rows] == [
-        ("aten::addmm", 20, 0.8), (NO_OP, None, pytest.approx(0.2))]
-    assert rows[0]["share"] == pytest.approx(0.8) and rows[1]["mean_ms"] is None
-    assert op_rows(events, cuda=False)[0]["name"] == "aten::addmm"  # CPU: self CPU time
 
 
 def test_profile_false_records_no_kernels_and_a_failing_step_records_why():

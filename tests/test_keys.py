@@ -8,7 +8,7 @@ import os
 from workflow.backends.builds import file_build, package_build, tool_build
 from workflow.models.registry import load_model_files, model_sources
 from workflow.records.storage import fingerprint, fingerprint_problem
-from workflow.stages import iree, keys
+from workflow.stages import iree, iree_batch, keys
 
 MODEL = '''
 from workflow.models.common import finish, seeded
@@ -95,15 +95,15 @@ def _entry(tmp_path, monkeypatch, status="ok"):
     os.makedirs(os.path.dirname(record))
     with open(record, "w") as fh:
         json.dump({"id": ident["id"], "status": status}, fh)
-    return ident, parts, iree.member_entry(ident, parts, {"run_s": 1}, {"status": status})
+    return ident, parts, iree_batch.member_entry(ident, parts, {"run_s": 1}, {"status": status})
 
 
 def test_a_record_is_reused_only_as_written(tmp_path, monkeypatch):
     ident, parts, entry = _entry(tmp_path, monkeypatch)
-    check = lambda **kw: iree.reuse_problem(entry, ident["id"], parts, {"run_s": 1},  # noqa: E731
+    check = lambda **kw: iree_batch.reuse_problem(entry, ident["id"], parts, {"run_s": 1},  # noqa: E731
                                             retry_failures=False, **kw)
     assert check() is None
-    assert iree.reuse_problem(entry, ident["id"], {**parts, "x": 2}, {"run_s": 1},
+    assert iree_batch.reuse_problem(entry, ident["id"], {**parts, "x": 2}, {"run_s": 1},
                               retry_failures=False) == "its inputs changed: x changed"
     record = iree.case_files(ident)["record"]
     with open(record, "w") as fh:
@@ -116,17 +116,17 @@ def test_a_record_is_reused_only_as_written(tmp_path, monkeypatch):
 def test_a_failure_is_retried_with_other_timeouts_or_when_forced(tmp_path, monkeypatch):
     ident, parts, entry = _entry(tmp_path, monkeypatch, status="failed")
     monkeypatch.setenv(iree.RUN_ID_ENV, "run-2")
-    assert iree.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
+    assert iree_batch.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
                               retry_failures=False) is None
-    assert iree.reuse_problem(entry, ident["id"], parts, {"run_s": 9},
+    assert iree_batch.reuse_problem(entry, ident["id"], parts, {"run_s": 9},
                               retry_failures=False) == \
         "it failed, and the timeouts changed since"
-    assert iree.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
+    assert iree_batch.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
                               retry_failures=True) == "it failed, and this rerun was forced"
     # A failure made by this same run is shared, not tried again.
     monkeypatch.setenv(iree.RUN_ID_ENV, entry["run_id"] or "none")
     entry["run_id"] = os.environ[iree.RUN_ID_ENV]
-    assert iree.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
+    assert iree_batch.reuse_problem(entry, ident["id"], parts, {"run_s": 1},
                               retry_failures=True) is None
 
 

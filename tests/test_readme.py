@@ -78,6 +78,8 @@ COMMANDS = [
     ("snakemake --cores 8 results/report.json", "dry", "This was a dry-run"),
     ("make report", "skip", "runs the default suite (minutes); its dry run is checked"),
     ("make test", "skip", "the whole test suite, this file included (and SLURM)"),
+    ("make gpu", "skip", "needs an NVIDIA GPU: the GPU tier (pytest -m gpu), skipped with "
+     "its reason elsewhere"),
     ("make check", "skip", "the fast tier of the test suite, this file's fast tests included"),
     ("benchflow run ", "skip", "measures a case (a minute or more each); tests/test_cli_run.py "
                                "runs the command end to end"),

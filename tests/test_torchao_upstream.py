@@ -87,10 +87,12 @@ def test_the_dashboard_config_gives_eager_and_torch_compile_cases():
     w = suite.workloads["linear-1920x3072x3072-bf16-cuda"]
     assert (w.device, w.memory_profiler, w.profiler, w.group) == (
         "cuda", True, False, "small_bf16_linear")
-    # Its CPU copy: the same cases on the CPU.
+    # Its CPU copy: the same cases on the CPU, on the SKU named for the CPU where these
+    # are on the one named for CUDA (the file names no SKUs).
     cpu = load([UPSTREAM / "cpu" / f"{LAST}.dashboard.microbenchmark_quantization_config.cpu.yml"])
-    assert sorted(c.id.replace("-cuda/", "/") for c in suite.cases) == sorted(
-        c.id for c in cpu.cases)
+    assert all(c.id.startswith("cuda/") for c in suite.cases)
+    assert sorted("cpu-host/" + c.id.removeprefix("cuda/").replace("-cuda/", "/")
+                  for c in suite.cases) == sorted(c.id for c in cpu.cases)
 
 
 def test_compile_semantics_follow_the_version_of_the_key():

@@ -82,11 +82,21 @@ def files_dir(spec: dict) -> Path:
 
 def sku_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> str | None:
     """Why a SKU does not run a file: its device (not one the SKU's target backend runs),
-    or the file's chips to ignore (the SKU's name, golden key, target chip or CPU)."""
+    its chip chosen only where it measures (`auto`), or the file's chips to ignore (the
+    SKU's name, golden key, target chip or CPU)."""
     devices = backend_devices().get(sku["iree"]["target_backend"], ())
     if f.data["device"] not in devices:
         return (f"device {f.data['device']!r} does not run on a "
                 f"{sku['iree']['target_backend']} SKU (expected one of {list(devices)})")
+    from workflow.backends.iree.gpu_chip import AUTO_CHIP
+
+    if sku["iree"].get("target_chip") == AUTO_CHIP:
+        # `auto` is chosen where an IREE batch measures (stages/iree.py); a benchmark
+        # file compiles in a job of its own, which need not run on the GPU's machine,
+        # and its specific_chip_to_ignore could not be judged before the choice.
+        return (f"SKU {sku_name}'s target_chip is {AUTO_CHIP!r}, which only the suite's "
+                "IREE batches resolve (on the machine that measures them); benchmark files "
+                "compile in a job of their own: name the chip (e.g. sm_80) to run them")
     ignored = set(f.data.get("specific_chip_to_ignore", []))
     chip = (sku["iree"].get("target_chip") if sku["iree"]["target_backend"] != "llvm-cpu"
             else sku["iree"]["target_cpu"])

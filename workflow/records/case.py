@@ -19,11 +19,13 @@ from workflow.records import schemas
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.3"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+SCHEMA_VERSION = "1.4"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
 # 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
 # kernels (per dispatch or op), provenance.model_sources (the model's files by digest);
 # 1.3: cost (seconds per phase), timing.target_rel_width, target_source, rel_width,
-# invocation_kind, stop_reason width-out-of-reach
+# invocation_kind, stop_reason width-out-of-reach; 1.4: kernels.source nsys and mode
+# cuda-kernels (a row per CUDA kernel, its launching op in `op`), graph.normalised (the
+# aliasing ops dropped before IREE's import), provenance.target_chip (what auto chose)
 
 
 @cache

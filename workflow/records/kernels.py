@@ -1,6 +1,7 @@
 """The case record's `kernels` (issue 25; report.schema.json, $defs.case.properties.kernels):
-where a case's time goes, per IREE dispatch function or torch op, built here from any
-profiler's rows so that every backend's section has one shape.
+where a case's time goes, per IREE dispatch function (on CUDA, per kernel joined to the
+dispatch functions), torch op, or torch CUDA kernel, built here from any profiler's rows
+so that every backend's section has one shape.
 
 Rows come largest first; a profile of a large model names hundreds of dispatches, of
 which a reader and the attribution use the top few, so a record keeps TOP of them and
@@ -27,6 +28,10 @@ def others_count(name: str) -> int | None:
     return int(found.group(1)) if found else None
 # A row's fields in the schema (a profiler's others, e.g. iree-profile's min/max, dropped).
 ROW_FIELDS = ("name", "count", "total_ms", "mean_ms", "share", "workgroup")
+# Fields a row has only from the profilers that give them: a CUDA kernel's launching op
+# (torch.profiler on CUDA). Absent, not null, elsewhere: records of the other profilers
+# stay as they were.
+OPTIONAL_FIELDS = ("op",)
 
 
 def _sum(rows: list[dict], key: str):
@@ -38,7 +43,8 @@ def _sum(rows: list[dict], key: str):
 def capped_rows(rows: list[dict], top: int = TOP) -> list[dict]:
     """`rows` (largest first) with the schema's fields only: the first `top`, and past
     them one "(N others)" row with their summed count, time and share."""
-    kept = [{k: r.get(k) for k in ROW_FIELDS} for r in rows[:top]]
+    kept = [{**{k: r.get(k) for k in ROW_FIELDS},
+             **{k: r[k] for k in OPTIONAL_FIELDS if k in r}} for r in rows[:top]]
     rest = rows[top:]
     if rest:
         kept.append({"name": others_name(len(rest)), "count": _sum(rest, "count"),

@@ -88,7 +88,8 @@ def runner(prov: dict, case: dict | None = None) -> dict:
     """The machine a case ran on. As test-infra's gather_runners_info does, `name` is the
     device kind (cpu, cuda, rocm) and `type` its model: the CPU's, or for a GPU case the
     GPU's name where the case recorded one (its provenance's gpu_name, gpu_count and
-    gpu_memory_bytes; the torch worker records them). The hostname goes to extra_info.
+    gpu_memory_bytes; the torch worker records them, and an IREE case whose SKU's
+    target_chip is `auto` the GPU's name). The hostname goes to extra_info.
     The CPU and memory fields are the report's host."""
     host = prov.get("host", {})
     mem = host.get("memory_bytes")
@@ -171,8 +172,8 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
         if case["status"] not in (Status.OK, Status.COMPILE_ONLY):
             continue
         run = [runner(prov, case)]
-        # The CPU model, or a GPU case's GPU where it is known (torchao's arch).
-        arch = run[0]["gpu_info"] or cpu_arch
+        # torchao's arch: the CPU model, or the GPU model a GPU case recorded (else unknown).
+        arch = cpu_arch if run[0]["name"] == "cpu" else run[0]["type"]
         benchmark = {
             "name": BENCHMARK_NAME,
             "mode": case["mode"],

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.errors import ConfigError, StageError
 from workflow.measure.pairs import interleave, seed_of
@@ -108,6 +109,18 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, 
     row = {"base": base, "new": new, "workload": workload, "kind": "iree"}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"A/B {base} -> {new} on {workload}\n")
+    # A side whose target_chip is `auto` is compiled for this machine's GPU, chosen here
+    # where the pair is measured (gpu_chip.resolve_auto_chip); with no chip to choose the
+    # row fails at compile, naming the SKU and why.
+    skus = dict(skus)
+    for sku in (base, new):
+        skus[sku], choice = gpu_chip.resolve_auto_chip(skus[sku])
+        if choice is not None:
+            with open(log, "a", encoding="utf-8", errors="replace") as fh:
+                fh.write(f"{sku}: target_chip {gpu_chip.AUTO_CHIP}: {choice.reason}\n")
+            if choice.chip is None:
+                return _failed(row, "compile", f"{sku}: target_chip {gpu_chip.AUTO_CHIP!r}: "
+                               f"{choice.reason}", out)
     modules, failed = build_modules(base=base, new=new, workload=workload, skus=skus,
                                     spec=spec, timeouts=timeouts, log=log)
     if failed is not None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.backends.iree.profile import compile_statistics
 from workflow.backends.proc import run_python, run_tool, tool_path
@@ -33,15 +34,13 @@ from workflow.measure.layout import env_padding, fresh_module
 from workflow.measure.protocol import Observation, measure_one, timing_section
 from workflow.models.registry import tolerance_for
 from workflow.records.stage import StageResult
-from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
+from workflow.records.storage import fingerprint, fingerprint_problem, read_json
 from workflow.stages import keys
 from workflow.stages.cases import write_case
 from workflow.stages.kernels import compiled_kernels, profiled_kernels
-from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.model import not_run, run_stage
-from workflow.stages.targets import gate_mde, with_target
+from workflow.stages.targets import gate_mde
 from workflow.stats.accuracy import compare
-from workflow.stats.enums import Status
 
 RUN_ID_ENV = "BENCHFLOW_RUN_ID"
 
@@ -138,7 +137,10 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
                 "compiler_version": sku_compiler_version(sku, log),
                 "dispatch_count": stats["dispatch_count"],
                 "executable_count": stats["executable_count"],
-                "kernels": compiled_kernels(stats, sku["measurement"])}
+                "kernels": compiled_kernels(stats, sku["measurement"]),
+                # Every dispatch function, uncapped (no record field: `kernels` keeps the
+                # top few): what a GPU profile's kernels are joined to (gpu_kernels.py).
+                "dispatch_names": [d["name"] for d in stats["dispatches"]]}
 
     return run_stage("compile", meta, [vmfb], [export_meta] if export_meta else [], body)
 
@@ -193,7 +195,9 @@ def run_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str, sku
                               seed=vmfb)
             # After the timing, apart from it (stages/kernels.py): the inputs still exist.
             with cost.phase("profile_s"):
-                return {**out, "kernels": profiled_kernels(out["command"], m, timeout, log)}
+                names = read_json(compile_meta).get("dispatch_names")
+                return {**out, "kernels": profiled_kernels(out["command"], m, timeout, log,
+                                                           dispatches=names)}
 
     return run_stage("run", timing, [], [compile_meta], body)
 
@@ -309,127 +313,6 @@ def case_files(identity: dict) -> dict[str, str]:
             "vmfb": COMPILE_VMFB.format(sku=sku, workload=w)}
 
 
-def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
-    """What a batch keeps of a case it measured (in {batch}.members.json): the key and its
-    parts, the status, the timeouts and run of a failure, and the fingerprint of every
-    file the case is made of that exists."""
-    files = {p: fingerprint(p) for p in case_files(identity).values() if os.path.isfile(p)}
-    return {"key": keys.digest(parts), "parts": parts, "status": record.get("status"),
-            "timeouts": timeouts, "run_id": os.environ.get(RUN_ID_ENV), "files": files}
-
-
-def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict, *,
-                  retry_failures: bool, quick: bool = False) -> str | None:
-    """Why a case's results on disk cannot be reused, or None when they can: the key of
-    its parts must be the one recorded, every file it was made of must have the bytes it
-    had (a record deleted, cut short, edited by hand or swapped with another case's, an
-    MLIR or module truncated: each is measured again), and a failure is tried again with
-    other timeouts or when the rerun was forced. `quick` trusts an unchanged size and
-    mtime (the Snakefile's check at load); the batch job hashes."""
-    if not entry:
-        return "not measured yet"
-    if entry.get("key") != keys.digest(parts):
-        return "its inputs changed: " + keys.changed_parts(entry.get("parts"), parts)
-    record = case_files(parts["identity"])["record"]
-    if record not in (entry.get("files") or {}):
-        return f"{record}: no fingerprint was recorded for it"
-    for path, fp in entry["files"].items():
-        problem = fingerprint_problem(path, fp, quick=quick)
-        if problem:
-            return f"{path}: {problem}"
-    if entry.get("status") == Status.FAILED:
-        if entry.get("timeouts") != timeouts:
-            return "it failed, and the timeouts changed since"
-        run = os.environ.get(RUN_ID_ENV)
-        if retry_failures and (run is None or entry.get("run_id") != run):
-            return "it failed, and this rerun was forced"
-    if quick:
-        return None
-    try:
-        data = read_json(record)
-    except (OSError, ValueError) as exc:
-        return f"{record}: unreadable ({exc})"
-    if not isinstance(data, dict) or data.get("id") != case_id:
-        return f"{record}: not the record of {case_id}"
-    return None
-
-
-def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict, gate: dict,
-              batch: str, log: str, content: dict | None = None,
-              targets: dict | None = None) -> dict:
-    """Measures a batch of one SKU's IREE cases, one after the other (case_job), and
-    lists them in `batch`.
-
-    Snakemake reruns a batch when its plan, its SKU, or the content it is made from
-    (`content`: model sources, tool builds) changed, or its list is missing; then only the
-    members whose results cannot be reused (reuse_problem: a changed key, a file that no
-    longer verifies, a failure to retry) are measured again, each with one log line
-    saying why. When every member could be reused and the job's inputs are those of the
-    last finished run, the rerun was forced (or the adapter changed): then every member
-    is measured again, failures retried, as forcing means. The members' entries are kept
-    beside the batch list, where Snakemake does not delete them. `targets`: the width a
-    case judged by a golden measures towards (stages/targets.py), no part of its key."""
-    from workflow.paths import IREE_CASE_LOG
-
-    # Whether this machine has the SKU's device: a compile-only result is not reused
-    # where the device exists.
-    device_here = iree.device_absent_reason(sku["iree"]["device"]) is None
-    parts = [keys.case_parts(c, sku, tolerances, device_here) for c in cases]
-    # What Snakemake reran the job for: the params, and the repair note (the Snakefile
-    # found a damaged member, which may verify again by now if another SKU's batch made
-    # its export anew, byte-identical); the same context as last time means forced.
-    repair = repair_note(batch)
-    context = keys.digest([cases, sku, tolerances, timeouts, content, repair])
-    mpath = members_path(batch)
-    last_context = _last_context(mpath)
-    members = read_members(mpath)
-    problems = [reuse_problem(members.get(c["identity"]["id"]), c["identity"]["id"], p,
-                              timeouts, retry_failures=False)
-                for c, p in zip(cases, parts, strict=True)]
-    forced = last_context == context and not any(problems)
-    listed, kept = [], {}
-    with open(log, "a", encoding="utf-8", errors="replace") as fh:
-        for case, part, problem in zip(cases, parts, problems, strict=True):
-            ident = case["identity"]
-            key = keys.digest(part)
-            path = case_files(ident)["record"]
-            reused = problem is None and not forced
-            fh.write(f"{ident['id']}: {_member_why(reused, forced, problem)} ({key})\n")
-            fh.flush()
-            if reused:
-                kept[ident["id"]] = members[ident["id"]]
-            else:
-                record = case_job(spec=case["spec"], identity=ident,
-                                  sku=with_target(sku, (targets or {}).get(ident["id"])),
-                                  tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
-                                  case=path, retry_failures=forced,
-                                  log=IREE_CASE_LOG.format(sku=ident["sku"],
-                                                           workload=ident["workload"]))
-                kept[ident["id"]] = member_entry(ident, part, timeouts, record)
-            listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
-                           "sha256": kept[ident["id"]]["files"][path]["sha256"]})
-    write_json(mpath, {"context": context, "members": kept, "repair": repair})
-    write_json(batch, {"cases": listed})
-    return {"cases": listed}
-
-
-def _last_context(mpath: Path) -> str | None:
-    """The context (the job's inputs) of the batch's last finished run; None if unknown."""
-    try:
-        return read_json(mpath).get("context")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _member_why(reused: bool, forced: bool, problem: str | None) -> str:
-    """Why a member is reused or measured, for its line in the batch's log."""
-    if reused:
-        return "reused"
-    if forced:
-        return "measuring again: the rerun was forced"
-    return "measuring" if problem == "not measured yet" else f"measuring again: {problem}"
-
-
 def _stage_files(identity: dict) -> tuple[str, ...]:
     """An IREE case's stage files: its export's module, inputs, reference and meta, then
     its compiled module, compile meta, timing and accuracy."""
@@ -444,12 +327,13 @@ def _stage_files(identity: dict) -> tuple[str, ...]:
 
 
 def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeouts: dict,
-             gate: dict, key: str, case: str, log: str, retry_failures: bool = False) -> dict:
+             gate: dict, key: str, case: str, log: str, retry_failures: bool = False,
+             chip_choice: gpu_chip.ChipChoice | None = None) -> dict:
     """One IREE case, start to finish: export (shared), compile, run, verify, then the
     case record. Each stage writes its own JSON, so a failed case names its stage and a
-    user can read every step."""
-    from workflow.regression.goldens import golden_path
-
+    user can read every step. `chip_choice`: what the SKU's `target_chip: auto` became
+    on this machine (gpu_chip.resolve_auto_chip; `sku` holds its chip), recorded in the
+    case's provenance; a choice of no chip makes the case unsupported with its reason."""
     mlir, inputs, reference, export_meta, vmfb, compile_meta, timing, accuracy = \
         _stage_files(identity)
     # A case measured again starts from nothing: should this job fail (a bug of ours),
@@ -458,6 +342,19 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
         Path(path).unlink(missing_ok=True)
     for path in (log, vmfb, timing, accuracy, case):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+    provenance = {"job_key": key, "model_sources": keys.sources_of(spec),
+                  **_chip_provenance(chip_choice, log)}
+    if chip_choice is not None and chip_choice.chip is None:
+        # Nothing to compile for: no GPU here, or one older than every target the
+        # compiler accepts. Not compile-only, which would judge the code of a chip nobody
+        # chose: unsupported, with the reason (records/case.assemble gives that status to
+        # a case whose every stage found no device to run on). The shared export is not
+        # made for it.
+        why = f"target_chip {gpu_chip.AUTO_CHIP!r}: {chip_choice.reason}"
+        for stage, path in (("compile", compile_meta), ("run", timing), ("verify", accuracy)):
+            not_run(stage, path, [], why)
+        return _write_case(identity, sku, [compile_meta, timing, accuracy], case, gate,
+                           provenance, {"total_s": 0.0})
     clock = Cost()
     with clock.phase("export_s"):
         export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
@@ -477,14 +374,37 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
             verify_iree(vmfb=vmfb, compile_meta=compile_meta, export_meta=export_meta,
                         inputs=inputs, reference=reference, sku=sku, tolerances=tolerances,
                         timeout=timeouts["verify_s"], accuracy=accuracy, log=log)
-    # Judged against the goldens as they are now (not a job input: blessing must not
-    # re-measure); the report step judges every IREE case again with the goldens then.
+    # The model's source files by digest (in `provenance`): what `compare` names when a
+    # model was edited between two runs (regression/explain.py).
+    return _write_case(identity, sku, [export_meta, compile_meta, timing, accuracy], case,
+                       gate, provenance,
+                       {**clock.seconds, "total_s": sum(clock.seconds.values())})
+
+
+def _chip_provenance(choice: gpu_chip.ChipChoice | None, log: str) -> dict:
+    """What a case's provenance records of its SKU's `target_chip: auto` (nothing for a
+    SKU naming its chip), the choice's reason also written to the case's log."""
+    if choice is None:
+        return {}
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
+        fh.write(f"target_chip {gpu_chip.AUTO_CHIP}: {choice.reason}\n")
+    out = {"target_chip": choice.provenance()}
+    if choice.gpu is not None:
+        # The key the dashboard names a GPU case's runner by (records/case.py's
+        # TORCH_GPU_KEYS, which torch cases record alike).
+        out["gpu_name"] = choice.gpu.name
+    return out
+
+
+def _write_case(identity: dict, sku: dict, stages: list[str], case: str, gate: dict,
+                provenance: dict, cost: dict) -> dict:
+    """The case record of an IREE case's stage files, judged against the goldens as they
+    are now (not a job input: blessing must not re-measure); the report step judges
+    every IREE case again with the goldens then."""
+    from workflow.regression.goldens import golden_path
+
     goldens = golden_path(gate["dir"], identity["sku"])
-    return write_case(case=case, identity=identity, sku=sku,
-                      stages=[export_meta, compile_meta, timing, accuracy],
+    return write_case(case=case, identity=identity, sku=sku, stages=stages,
                       goldens=str(goldens) if goldens.exists() else None, gate=gate,
-                      # The model's source files by digest: what `compare` names when
-                      # a model was edited between two runs (regression/explain.py).
-                      provenance={"job_key": key, "model_sources": keys.sources_of(spec)},
-                      cost={**clock.seconds, "total_s": sum(clock.seconds.values())})
+                      provenance=provenance, cost=cost)
 

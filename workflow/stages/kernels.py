@@ -4,33 +4,47 @@ a compile-only case's dispatch list from the compiler's statistics.
 The profiling invocation runs in the run stage's job, after measure() returned: its
 calls are in no invocation of the timing and in none of the protocol's time budget, and
 the job holds the machine (bench_slot) as the timing did, so nothing else runs beside it.
-A profiling failure (the tool's error, a device without host-execution profiling, a
-timeout) is the section's `error`: the case's timing stands and the case stays ok.
+On the local HAL it is timed by IREE's HAL profiling (iree-profile); on IREE's CUDA
+driver, which has none, by NVIDIA's per-kernel timing (gpu_kernels.py: nsys), joined to
+the dispatch functions. A profiling failure (the tool's error, a device without
+host-execution profiling, no GPU timing tool, a timeout) is the section's `error`: the
+case's timing stands and the case stays ok.
 """
 
 from __future__ import annotations
 
 import time
 
-from workflow.backends.iree import profile
+from workflow.backends.iree import gpu_kernels, profile
 from workflow.errors import StageError
 from workflow.records.kernels import kernels_section
 
 
-def profiled_kernels(argv: list[str], m: dict, timeout: float, log: str) -> dict | None:
+def profiled_kernels(argv: list[str], m: dict, timeout: float, log: str,
+                     dispatches: list[str] | None = None) -> dict | None:
     """The `kernels` of a measured case: `m["profile_calls"]` calls of the timing's
-    iree-benchmark-module `argv` profiled with iree-profile; None when the SKU's
-    measurement says `profile: false`."""
+    iree-benchmark-module `argv` profiled with iree-profile, or on a CUDA device with
+    the first GPU timing tool found (its kernels joined to `dispatches`, the dispatch
+    functions the compile listed; by IREE's naming of them when not given); None when
+    the SKU's measurement says `profile: false`."""
     if not m["profile"]:
         return None
     calls = m["profile_calls"]
+    gpu = gpu_kernels.cuda_device(argv)
+    # The section of a failure names the tool that was (or would have been) used.
+    source, mode = (gpu_kernels.TOOLS[0], gpu_kernels.MODE) if gpu else \
+        ("iree-profile", profile.MODE)
     start = time.monotonic()
     try:
-        out = profile.profile_case(argv, timeout=timeout, log=log, iterations=calls)
+        if gpu:
+            out = gpu_kernels.profile_gpu_case(argv, timeout=timeout, log=log,
+                                               iterations=calls, dispatches=dispatches)
+        else:
+            out = profile.profile_case(argv, timeout=timeout, log=log, iterations=calls)
     except StageError as exc:
-        return kernels_section(source="iree-profile", mode=profile.MODE, calls=calls, rows=[],
+        return kernels_section(source=source, mode=mode, calls=calls, rows=[],
                                seconds=time.monotonic() - start, error=exc.message)
-    return kernels_section(source="iree-profile", mode=out["mode"], calls=out["iterations"],
+    return kernels_section(source=out["tool"], mode=out["mode"], calls=out["iterations"],
                            rows=out["dispatches"], seconds=out["seconds"])
 
 

@@ -7,9 +7,10 @@ A result is reused only when its key matches (DESIGN.md, "Content keys"):
 - an IREE case (compile, run, verify and the record): its export key, its identity, the
   SKU's settings but its description (and the opt-in of its compile flags), the builds
   of the SKU's compiler and benchmark tool and of iree.runtime (verify), the accuracy
-  tolerances, and whether the SKU's device is on the measuring machine. The MLIR and
+  tolerances, whether the SKU's device is on the measuring machine, and for a SKU whose
+  `target_chip` is `auto` the chip and GPU it resolved to there. The MLIR and
   module bytes are not known before the job; the files a case was made from are
-  fingerprinted when it is written and checked before it is reused (stages/iree.py);
+  fingerprinted when it is written and checked before it is reused (stages/iree_batch.py);
 - a torch batch: its plan, the model sources of its cases, the recipes' code, and the
   torch and torchao builds its interpreter imports (a SKU's `torch.python` included).
 
@@ -103,12 +104,22 @@ def dtype_tolerances(accuracy: dict) -> dict:
     return {dtype: accuracy[dtype] for dtype in DTYPES}
 
 
-def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool) -> dict:
-    """The parts of an IREE case's key; `case` is a batch plan entry (spec, identity)."""
+def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool,
+               target_chip: dict | None = None) -> dict:
+    """The parts of an IREE case's key; `case` is a batch plan entry (spec, identity).
+    `sku` is the SKU as it is compiled for, its `target_chip: auto` resolved on this
+    machine; `target_chip` is that choice (gpu_chip.ChipChoice.key: the chip and the GPU it
+    was chosen for), so that one suite measured on two GPUs given one chip (an L40 and
+    an H100 both get sm_89 from iree-compile 3.13) reuses neither's timings on the other,
+    and a rerun on the same machine reuses its own. A SKU naming its chip has no such
+    part, and keeps the key it had."""
     spec = case["spec"]
-    return {"export": export_parts(spec), "identity": case["identity"],
-            "sku settings": sku_settings(sku),
-            "tools": iree_tools(sku), "tolerances": tolerances, "device here": device_here}
+    parts = {"export": export_parts(spec), "identity": case["identity"],
+             "sku settings": sku_settings(sku),
+             "tools": iree_tools(sku), "tolerances": tolerances, "device here": device_here}
+    if target_chip is not None:
+        parts["target chip"] = target_chip
+    return parts
 
 
 def changed_parts(old: dict | None, new: dict) -> str:

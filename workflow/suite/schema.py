@@ -327,9 +327,11 @@ def iree_problems(raw: Any, source: str) -> list[str]:
     SKU opts out), the runtime device runs the target backend's code, a GPU backend names a chip
     and llvm-cpu none, and the chip is one the installed iree-compile generates code for
     (asked, not listed; its answer is cached on disk per compiler, backend and chip:
-    backends.iree.tools.check_target_chip). Values of the wrong type are the schema's."""
+    backends.iree.tools.check_target_chip), or `auto` for a backend whose chip can be
+    chosen on the measuring machine (not asked here). Values of the wrong type are the
+    schema's."""
     from workflow.backends.iree.allowed_flags import sku_flag_problems
-    from workflow.backends.iree.tools import TARGETS, check_target_chip
+    from workflow.backends.iree.tools import TARGETS
 
     skus = raw.get("skus", load_schema()["properties"]["skus"]["default"])
     if not isinstance(skus, dict):
@@ -352,24 +354,42 @@ def iree_problems(raw: Any, source: str) -> list[str]:
             problems.append(f"{where}.device: {device!r} does not run {backend} code; "
                             f"expected {' or '.join(target.devices)} for target_backend "
                             f"{backend!r} (set iree.device)")
-        if target.chip_flag is None:
-            if chip is not None:
-                problems.append(f"{where}.target_chip: target_backend {backend!r} takes "
-                                f"target_cpu, not a chip; expected null, got {chip!r}")
-            continue
-        if chip is None:
-            problems.append(f"{where}.target_chip: required for target_backend {backend!r}; "
-                            f"expected a chip iree-compile knows, e.g. {target.example_chip}")
-            continue
-        if not isinstance(chip, str) or not CHIP_RE.fullmatch(chip):
-            continue  # the schema's pattern reports it
-        answer = check_target_chip(backend, chip)
-        if not answer.accepted:
-            problems.append(f"{where}.target_chip: iree-compile {answer.compiler} does not "
-                            f"compile for {chip!r} ({target.chip_flag}={chip}: "
-                            f"{answer.error}); expected a {backend} chip it knows, e.g. "
-                            f"{target.example_chip}")
+        problems += _chip_problems(where, backend, chip)
     return problems
+
+
+def _chip_problems(where: str, backend: str, chip: Any) -> list[str]:
+    """What is wrong with a SKU's `iree.target_chip` for its target backend (iree_problems)."""
+    from workflow.backends.iree.gpu_chip import AUTO_BACKENDS, AUTO_CHIP
+    from workflow.backends.iree.tools import TARGETS, check_target_chip
+
+    target = TARGETS[backend]
+    if target.chip_flag is None:
+        if chip is None:
+            return []
+        return [f"{where}.target_chip: target_backend {backend!r} takes target_cpu, not a "
+                f"chip; expected null, got {chip!r}"
+                + (" (this machine's CPU is target_cpu: host)" if chip == AUTO_CHIP else "")]
+    if chip is None:
+        return [f"{where}.target_chip: required for target_backend {backend!r}; expected a "
+                f"chip iree-compile knows, e.g. {target.example_chip}"]
+    if not isinstance(chip, str) or not CHIP_RE.fullmatch(chip):
+        return []  # the schema's pattern reports it
+    if chip == AUTO_CHIP:
+        # Chosen on the machine that measures (gpu_chip.resolve_auto_chip): nothing to ask
+        # the compiler here, where the GPU may not be.
+        if backend in AUTO_BACKENDS:
+            return []
+        return [f"{where}.target_chip: {AUTO_CHIP!r} is chosen from the device's compute "
+                f"capability, for target_backend {' or '.join(AUTO_BACKENDS)} only; "
+                f"{backend} chip names are not ordered, so name the chip, e.g. "
+                f"{target.example_chip}"]
+    answer = check_target_chip(backend, chip)
+    if answer.accepted:
+        return []
+    return [f"{where}.target_chip: iree-compile {answer.compiler} does not compile for "
+            f"{chip!r} ({target.chip_flag}={chip}: {answer.error}); expected a {backend} "
+            f"chip it knows, e.g. {target.example_chip}"]
 
 
 def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:

@@ -32,7 +32,9 @@ use_torch_compile                 v1           true: torch.compile(torch_compile
                                                fullgraph=True) cases only; false: eager only
                                                (v2 ignores the key)
 device                            v1 = v2      cpu, cuda, mps, xpu; one the machine lacks is
-                                               recorded unsupported (torchao ran on the CPU)
+                                               recorded unsupported (torchao ran on the CPU);
+                                               a file without `skus` runs each entry on a
+                                               SKU named for its device (cpu-host, cuda)
 model_type                        v2           a registered model; transformer_block is
                                                torchao's [M, K, N] block with K the hidden
                                                size (torchao_transformer_block)
@@ -78,18 +80,70 @@ V1_COMPILE_KEY = "use_torch_compile"
 # question is a speedup (a recipe against baseline, compiled against eager), which a
 # 5 % wide interval of each side answers where a change is worth a dashboard's row;
 # torchao's own figure has no interval at all (issue 34).
-TORCHAO_SKUS = {"cpu-host": {"torch": {"threads": 1},
-                             "measurement": {"torch_warmup_calls": 3, "torch_warmup_s": 0.0,
-                                             "torch_min_run_time_s": 0.1,
-                                             "invocations": 10, "max_invocations": 14,
-                                             "target_rel_width": 0.05}}}
+CPU_SKU = "cpu-host"
+CPU_SETTINGS = {"torch": {"threads": 1},
+                "measurement": {"torch_warmup_calls": 3, "torch_warmup_s": 0.0,
+                                "torch_min_run_time_s": 0.1,
+                                "invocations": 10, "max_invocations": 14,
+                                "target_rel_width": 0.05}}
+# An accelerator's (cuda, and mps or xpu alike) invocations are in-process blocks of the
+# warm worker, never forked children: a CUDA context does not survive fork
+# (backends/torch/invocations.py, _can_fork). A block comes right after another case's
+# block in the same process (the cases of a batch take turns), so the process, its
+# allocator and the GPU's clocks are warm, but its fresh input buffers and the kernels
+# of its own case are not: the warm-up is a time, 0.05 s, because 3 calls of a 50 us
+# kernel (a bf16 linear on an H100) are 150 us of warm-up, too little for the GPU's
+# clocks to settle after the host-side work between blocks. One host thread launches
+# the kernels, as torchao's Timer(num_threads=1) does; the 0.1 s block holds thousands
+# of such calls, and the interval comes from 10 to 14 blocks as on the CPU.
+ACCELERATOR_SETTINGS = {"torch": {"threads": 1},
+                        "measurement": {"torch_warmup_calls": 3, "torch_warmup_s": 0.05,
+                                        "torch_min_run_time_s": 0.1,
+                                        "invocations": 10, "max_invocations": 14,
+                                        "target_rel_width": 0.05}}
+# The devices a torchao entry may name (config/schema.yaml's model_params device).
+DEVICES = ("cpu", "cuda", "mps", "xpu")
+# The SKUs of a torchao file whose entries name no device the schema knows (it reports
+# them), or none at all: the CPU's.
+TORCHAO_SKUS = {CPU_SKU: CPU_SETTINGS}
+
+
+def device_sku(device: str) -> str:
+    """The SKU a torchao entry's device runs on where the file names no SKUs: cpu-host
+    for the CPU, else the device's own name (cuda), so that a GPU case's id, folder,
+    report row and dashboard row say where it ran."""
+    return CPU_SKU if device == "cpu" else device
+
+
+def _entries(raw: dict) -> list:
+    params = raw.get("model_params")
+    return [params] if isinstance(params, dict) else params if isinstance(params, list) else []
 
 
 def with_torchao_skus(raw):
-    """A torchao file (it has model_params) without `skus`: with TORCHAO_SKUS."""
-    if isinstance(raw, dict) and "model_params" in raw and "skus" not in raw:
-        return {**raw, "skus": copy.deepcopy(TORCHAO_SKUS)}
-    return raw
+    """A torchao file (it has model_params) without `skus`: a SKU for each device its
+    entries use (device_sku: CPU_SETTINGS for the CPU, ACCELERATOR_SETTINGS for the
+    others), so that a file of `device: cuda` entries measures on a SKU named cuda, and
+    a file mixing devices gets both. Entries not yet validated are read defensively:
+    a device the schema refuses makes no SKU (the schema reports it)."""
+    if not (isinstance(raw, dict) and "model_params" in raw and "skus" not in raw):
+        return raw
+    devices = {e.get("device", "cpu") for e in _entries(raw)
+               if isinstance(e, dict) and isinstance(e.get("device", "cpu"), str)}
+    skus = {device_sku(d): CPU_SETTINGS if d == "cpu" else ACCELERATOR_SETTINGS
+            for d in DEVICES if d in devices}
+    return {**raw, "skus": copy.deepcopy(skus or TORCHAO_SKUS)}
+
+
+def entry_skus(config: dict, device: str) -> list[str]:
+    """The SKUs a torchao entry of `device` runs on: the one named for its device where
+    the suite's SKUs are all named for devices (as with_torchao_skus makes them, or as a
+    file names them itself) and one is its device's; else every SKU of the suite ([]),
+    as a file that names its own SKUs has always had."""
+    names = set(config["skus"])
+    if names <= {device_sku(d) for d in DEVICES} and device_sku(device) in names:
+        return [device_sku(device)]
+    return []
 
 
 def torchao_recipes(config: dict) -> list[str]:
@@ -129,7 +183,8 @@ def translate_model_params(config: dict) -> list[dict]:
     """Workload entries (with every workload key set) for the suite's model_params.
 
     The torch.compile backends used are added to config["torch_backends"] as
-    torch-inductor-<torch_compile_mode> (fullgraph, as torchao compiles).
+    torch-inductor-<torch_compile_mode> (fullgraph, as torchao compiles). Each entry
+    runs on the SKU of its device (entry_skus).
     """
     params = config.get("model_params") or []
     if isinstance(params, dict):
@@ -139,14 +194,15 @@ def translate_model_params(config: dict) -> list[dict]:
     out = []
     for i, entry in enumerate(params):
         model_type = entry.get("model_type", "linear")
+        device = entry.get("device", "cpu")
         out.append({
             "_origin": f"model_params[{i}]",
             "model": MODEL_TYPES.get(model_type, model_type),
-            "configs": [], "layers": None, "skus": [],
+            "configs": [], "layers": None, "skus": entry_skus(config, device),
             "dtypes": [DTYPES[entry.get("high_precision_dtype", "torch.bfloat16")]],
             "shapes": [], "matrix_shapes": entry.get("matrix_shapes") or [],
             "backends": _backends(entry, config), "recipes": recipes, "modes": [mode],
-            "device": entry.get("device", "cpu"), "group": entry.get("name") or None,
+            "device": device, "group": entry.get("name") or None,
             "profiler": bool(entry.get("enable_profiler")),
             "memory_profiler": bool(entry.get("enable_memory_profiler")),
             "memory_visualizer": bool(entry.get("enable_memory_visualizer")),

@@ -7,7 +7,8 @@ and `iree-profile dispatch --format=jsonl` reduces it to one row per dispatch fu
 (count, min/avg/max/total time, workgroup geometry). `host-execution` is what the local
 HAL (local-sync, local-task) supports; its `dispatch-events` (device timestamps) is
 refused (UNIMPLEMENTED), and a device that supports neither fails the invocation, which
-becomes StageError("profile", ...).
+becomes StageError("profile", ...). IREE's CUDA driver supports neither: a CUDA case's
+kernels are timed by NVIDIA's tools instead (gpu_kernels.py), on the same invocation.
 
 A compile-only case (a GPU target on a machine without its GPU) has no times, but the
 compiler names its dispatches: `--iree-scheduling-dump-statistics-format=csv` (the format
@@ -47,20 +48,24 @@ _TIMING_FLAGS = ("--benchmark_repetitions=", "--benchmark_min_warmup_time=",
 DEVICE_GROUP, HOST_GROUP = "dispatch_group", "host_dispatch_group"
 
 
-def profile_argv(benchmark_argv: list[str], output: str, *, iterations: int = ITERATIONS,
-                 repetitions: int = 1, mode: str = MODE) -> list[str]:
+def profile_argv(benchmark_argv: list[str], output: str | None, *,
+                 iterations: int = ITERATIONS, repetitions: int = 1,
+                 mode: str | None = MODE) -> list[str]:
     """The profiling invocation of a case: its iree-benchmark-module argv (module,
     function, inputs, device flags, a benchmark file's own flags) with the timing flags
     replaced by `repetitions` x `iterations` calls without warm-up, and the profiling
     flags writing the bundle to `output` (executable-metadata: without it the bundle
-    has no function names to key the rows by)."""
+    has no function names to key the rows by). With `mode` None, no HAL profiling
+    flags: the invocation another profiler runs (gpu_kernels.py)."""
     if iterations < 1 or repetitions < 1:
         raise ValueError(f"iterations and repetitions must be >= 1, not {iterations}, "
                          f"{repetitions}")
     kept = [a for a in benchmark_argv if not str(a).startswith(_TIMING_FLAGS)]
-    return [*kept, f"--benchmark_repetitions={repetitions}", "--benchmark_min_warmup_time=0",
-            f"--benchmark_min_time={iterations}x",
-            f"--device_profiling_mode={mode},executable-metadata",
+    calls = [f"--benchmark_repetitions={repetitions}", "--benchmark_min_warmup_time=0",
+             f"--benchmark_min_time={iterations}x"]
+    if mode is None:
+        return [*kept, *calls]
+    return [*kept, *calls, f"--device_profiling_mode={mode},executable-metadata",
             f"--device_profiling_output={output}"]
 
 
@@ -116,10 +121,24 @@ def _group_row(group: dict) -> dict:
             "workgroup": _geometry(group)}
 
 
-def _merge(a: dict, b: dict) -> dict:
-    """One function's groups of several physical devices or executables, as one row."""
+def merged_row(a: dict, b: dict) -> dict:
+    """Two rows of one dispatch function (its groups of several physical devices or
+    executables, or its kernels) as one."""
     return {**a, "count": a["count"] + b["count"], "total_ms": a["total_ms"] + b["total_ms"],
             "min_ms": min(a["min_ms"], b["min_ms"]), "max_ms": max(a["max_ms"], b["max_ms"])}
+
+
+def ranked_rows(by_name: dict[str, dict]) -> list[dict]:
+    """Rows by dispatch function ({name: {count, total_ms, min_ms, max_ms, workgroup}})
+    in the record's shape, largest first, each with its mean and its share of the rows'
+    total (None when that is 0)."""
+    total = sum(r["total_ms"] for r in by_name.values())
+    rows = sorted(by_name.values(), key=lambda r: (-r["total_ms"], r["name"]))
+    return [{"name": r["name"], "count": r["count"], "total_ms": r["total_ms"],
+             "mean_ms": r["total_ms"] / r["count"] if r["count"] else None,
+             "min_ms": r["min_ms"], "max_ms": r["max_ms"],
+             "share": r["total_ms"] / total if total > 0 else None,
+             "workgroup": r.get("workgroup")} for r in rows]
 
 
 def _jsonl_objects(text: str) -> list[dict]:
@@ -149,15 +168,9 @@ def dispatch_rows(text: str) -> list[dict]:
         by_name: dict[str, dict] = {}
         for group in groups:
             row = _group_row(group)
-            by_name[row["name"]] = _merge(by_name[row["name"]], row) \
+            by_name[row["name"]] = merged_row(by_name[row["name"]], row) \
                 if row["name"] in by_name else row
-    total = sum(r["total_ms"] for r in by_name.values())
-    rows = sorted(by_name.values(), key=lambda r: (-r["total_ms"], r["name"]))
-    return [{"name": r["name"], "count": r["count"], "total_ms": r["total_ms"],
-             "mean_ms": r["total_ms"] / r["count"] if r["count"] else None,
-             "min_ms": r["min_ms"], "max_ms": r["max_ms"],
-             "share": r["total_ms"] / total if total > 0 else None,
-             "workgroup": r["workgroup"]} for r in rows]
+    return ranked_rows(by_name)
 
 
 def profile_case(benchmark_argv: list[str], *, timeout: float, log: str | None = None,

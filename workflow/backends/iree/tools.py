@@ -375,3 +375,4 @@ def write_input_files(npz_path: str, dtypes: list[str], out_dir: Path) -> list[s
             etype = IREE_ELEMENT_TYPES[dtype]
             out.append(f"{dims}x{etype}=@{path}" if dims else f"{etype}=@{path}")
     return out
+

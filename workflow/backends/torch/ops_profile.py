@@ -6,9 +6,11 @@ The per-op profile runs in the batch worker when the case is characterized, befo
 timed invocations: after the case's first call (torch.compile's compilation) and a few
 more unprofiled calls, `measurement.profile_calls` calls of the case's step (the forward
 pass, or the whole training step) run under the profiler, whose overhead thus never
-reaches an invocation. Each op's row is its self time (its own, without the ops it
-calls): on the CPU, self CPU time; on CUDA, self device time (the kernels an op
-launched itself), so that the rows add up without counting a nested op twice.
+reaches an invocation. On the CPU each op's row is its self CPU time (its own, without
+the ops it calls), so that the rows add up without counting a nested op twice. On CUDA
+each row is one CUDA kernel (or copy, or fill) with its device time and the op that
+launched it (issue 35): where a GPU case's time goes is in its kernels, which a host op's
+name hides (one aten::mm runs a cuBLAS or CUTLASS kernel chosen by shape and dtype).
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ SOURCE = "torch.profiler"
 # torch.compile's cudagraph modes (reduce-overhead) the second call records the graph
 # and replays start at the third, as in the timing's warm-up.
 WARMUP_CALLS = 2
-# CUDA kernels that no profiled CPU op launched (e.g. a cudagraph's replay), as one row,
-# so that the rows sum to the device's total.
-NO_OP = "(kernels outside any op)"
+# What the rows time: each op's self CPU time, or each CUDA kernel's device time.
+CPU_MODE, CUDA_MODE = "cpu", "cuda-kernels"
 
 
 def _activities(cuda: bool) -> list:
@@ -61,36 +62,70 @@ def _self_device_us(event) -> float:
     return event.self_cuda_time_total if value is None else value
 
 
-def op_rows(events, *, cuda: bool) -> list[dict]:
-    """Rows of `prof.key_averages()`: one per op (its key) with self time, largest first:
-    name, count (its calls in the profiled ones), total_ms (its self time over them),
-    mean_ms, share (of the rows' sum; None when that is 0). On CUDA the time is the
-    device's: CPU ops' self device time, plus one NO_OP row for the device time of
-    kernels no op launched (device-side events, less user annotations, which span kernels
-    counted already: as torch's own table sums them)."""
+def _rows(by_name: dict[str, dict]) -> list[dict]:
+    """Rows from {name: {count, us, ...extra fields}}, largest first, with mean and share
+    (of the rows' sum; None when that is 0)."""
+    total_us = sum(r["us"] for r in by_name.values())
+    rows = [{"name": name, "count": r["count"], "total_ms": r["us"] / 1e3,
+             "mean_ms": r["us"] / 1e3 / r["count"] if r["count"] else None,
+             "share": r["us"] / total_us if total_us > 0 else None,
+             **{k: v for k, v in r.items() if k not in ("count", "us")}}
+            for name, r in by_name.items()]
+    return sorted(rows, key=lambda r: (-r["total_ms"], r["name"]))
+
+
+def op_rows(events) -> list[dict]:
+    """Rows of `prof.key_averages()` on the CPU: one per op (its key) with self CPU time,
+    largest first: name, count (its calls in the profiled ones), total_ms (its self time
+    over them), mean_ms, share."""
     import torch
 
-    by_name: dict[str, list] = {}
-    device_us = 0.0
+    by_name: dict[str, dict] = {}
     for e in events:
-        if e.device_type != torch.autograd.DeviceType.CPU:
-            if cuda and not getattr(e, "is_user_annotation", False):
-                device_us += _self_device_us(e)
+        if e.device_type == torch.autograd.DeviceType.CPU and e.self_cpu_time_total > 0:
+            row = by_name.setdefault(e.key, {"count": 0, "us": 0.0})
+            row["count"] += e.count
+            row["us"] += e.self_cpu_time_total
+    return _rows(by_name)
+
+
+def _launching_ops(events) -> dict[int, str]:
+    """The ops a device event can name as its launcher, by id: torch links each kernel
+    to the op in which it was launched by giving the kernel event that op's correlation
+    id (`linked_correlation_id`); such ops are CPU events themselves linked to nothing."""
+    import torch
+
+    return {e.id: e.name for e in events
+            if e.device_type == torch.autograd.DeviceType.CPU and not e.is_async
+            and not getattr(e, "linked_correlation_id", 0)}
+
+
+def kernel_rows(events) -> list[dict]:
+    """Rows of `prof.events()` under CUDA: one per device-side event name (a kernel, a
+    copy or a fill), largest first: name, count (its launches in the profiled calls),
+    total_ms (its device time over them), mean_ms, share, and op: the op that launched it
+    (several, comma-separated, largest first, when more than one did; None when no op
+    did, e.g. a cudagraph's replay). User annotations on the device side span kernels
+    counted already and are no rows, so the rows sum to the device's busy time."""
+    import torch
+
+    ops = _launching_ops(events)
+    by_name: dict[str, dict] = {}
+    for e in events:
+        if e.device_type == torch.autograd.DeviceType.CPU or \
+                getattr(e, "is_user_annotation", False):
             continue
-        us = _self_device_us(e) if cuda else e.self_cpu_time_total
-        if us > 0:
-            count_us = by_name.setdefault(e.key, [0, 0.0])
-            count_us[0] += e.count
-            count_us[1] += us
-    outside_us = device_us - sum(us for _, us in by_name.values())
-    if cuda and outside_us > 0.5:  # beyond the rounding of microsecond timestamps
-        by_name[NO_OP] = [None, outside_us]
-    total_us = sum(us for _, us in by_name.values())
-    rows = [{"name": name, "count": count, "total_ms": us / 1e3,
-             "mean_ms": us / 1e3 / count if count else None,
-             "share": us / total_us if total_us > 0 else None}
-            for name, (count, us) in by_name.items()]
-    return sorted(rows, key=lambda r: (-r["total_ms"], r["name"]))
+        us = _self_device_us(e)
+        row = by_name.setdefault(e.name, {"count": 0, "us": 0.0, "ops": {}})
+        row["count"] += e.count
+        row["us"] += us
+        op = ops.get(getattr(e, "linked_correlation_id", 0))
+        if op is not None:
+            row["ops"][op] = row["ops"].get(op, 0.0) + us
+    for row in by_name.values():
+        launched = sorted(row.pop("ops").items(), key=lambda item: (-item[1], item[0]))
+        row["op"] = ", ".join(name for name, _ in launched) or None
+    return _rows(by_name)
 
 
 def profile_ops(call: Callable, sync: Callable, m: dict, *, cuda: bool) -> dict | None:
@@ -106,7 +141,7 @@ def profile_ops(call: Callable, sync: Callable, m: dict, *, cuda: bool) -> dict 
     import torch._dynamo  # noqa: F401
     import torch.profiler
 
-    mode, calls = ("cuda" if cuda else "cpu"), m["profile_calls"]
+    mode, calls = (CUDA_MODE if cuda else CPU_MODE), m["profile_calls"]
     start = time.perf_counter()
     try:
         for _ in range(WARMUP_CALLS):
@@ -116,7 +151,8 @@ def profile_ops(call: Callable, sync: Callable, m: dict, *, cuda: bool) -> dict 
             for _ in range(calls):
                 call()
             sync()
-        events = prof.key_averages()
+        # Each event, for the kernels' links to their ops; per op (key_averages) on the CPU.
+        events = prof.events() if cuda else prof.key_averages()
     except Exception as exc:
         if raised_in_own_code(exc):
             raise
@@ -124,4 +160,5 @@ def profile_ops(call: Callable, sync: Callable, m: dict, *, cuda: bool) -> dict 
                                seconds=time.perf_counter() - start,
                                error=f"{type(exc).__name__}: {str(exc)[:300]}")
     return kernels_section(source=SOURCE, mode=mode, calls=calls,
-                           rows=op_rows(events, cuda=cuda), seconds=time.perf_counter() - start)
+                           rows=kernel_rows(events) if cuda else op_rows(events),
+                           seconds=time.perf_counter() - start)

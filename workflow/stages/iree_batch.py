@@ -1,0 +1,142 @@
+"""An IREE batch job (one Snakemake job for about iree_batch_size cases of one SKU): which
+members' results on disk can be reused (their content key and the fingerprints of every
+file they are made of), and the measuring of the others, each through stages/iree.py's
+case_job, with one log line per member saying why it was reused or measured."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from workflow.backends.iree import gpu_chip
+from workflow.backends.iree import tools as iree
+from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
+from workflow.stages import keys
+from workflow.stages.iree import RUN_ID_ENV, case_files, case_job
+from workflow.stages.members import members_path, read_members, repair_note
+from workflow.stages.targets import with_target
+from workflow.stats.enums import Status
+
+
+def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
+    """What a batch keeps of a case it measured (in {batch}.members.json): the key and its
+    parts, the status, the timeouts and run of a failure, and the fingerprint of every
+    file the case is made of that exists."""
+    files = {p: fingerprint(p) for p in case_files(identity).values() if os.path.isfile(p)}
+    return {"key": keys.digest(parts), "parts": parts, "status": record.get("status"),
+            "timeouts": timeouts, "run_id": os.environ.get(RUN_ID_ENV), "files": files}
+
+
+def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict, *,
+                  retry_failures: bool, quick: bool = False) -> str | None:
+    """Why a case's results on disk cannot be reused, or None when they can: the key of
+    its parts must be the one recorded, every file it was made of must have the bytes it
+    had (a record deleted, cut short, edited by hand or swapped with another case's, an
+    MLIR or module truncated: each is measured again), and a failure is tried again with
+    other timeouts or when the rerun was forced. `quick` trusts an unchanged size and
+    mtime (the Snakefile's check at load); the batch job hashes."""
+    if not entry:
+        return "not measured yet"
+    if entry.get("key") != keys.digest(parts):
+        return "its inputs changed: " + keys.changed_parts(entry.get("parts"), parts)
+    record = case_files(parts["identity"])["record"]
+    if record not in (entry.get("files") or {}):
+        return f"{record}: no fingerprint was recorded for it"
+    for path, fp in entry["files"].items():
+        problem = fingerprint_problem(path, fp, quick=quick)
+        if problem:
+            return f"{path}: {problem}"
+    if entry.get("status") == Status.FAILED:
+        if entry.get("timeouts") != timeouts:
+            return "it failed, and the timeouts changed since"
+        run = os.environ.get(RUN_ID_ENV)
+        if retry_failures and (run is None or entry.get("run_id") != run):
+            return "it failed, and this rerun was forced"
+    if quick:
+        return None
+    try:
+        data = read_json(record)
+    except (OSError, ValueError) as exc:
+        return f"{record}: unreadable ({exc})"
+    if not isinstance(data, dict) or data.get("id") != case_id:
+        return f"{record}: not the record of {case_id}"
+    return None
+
+
+def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict, gate: dict,
+              batch: str, log: str, content: dict | None = None,
+              targets: dict | None = None) -> dict:
+    """Measures a batch of one SKU's IREE cases, one after the other (case_job), and
+    lists them in `batch`.
+
+    Snakemake reruns a batch when its plan, its SKU, or the content it is made from
+    (`content`: model sources, tool builds) changed, or its list is missing; then only the
+    members whose results cannot be reused (reuse_problem: a changed key, a file that no
+    longer verifies, a failure to retry) are measured again, each with one log line
+    saying why. When every member could be reused and the job's inputs are those of the
+    last finished run, the rerun was forced (or the adapter changed): then every member
+    is measured again, failures retried, as forcing means. The members' entries are kept
+    beside the batch list, where Snakemake does not delete them. `targets`: the width a
+    case judged by a golden measures towards (stages/targets.py), no part of its key."""
+    from workflow.paths import IREE_CASE_LOG
+
+    # `target_chip: auto` becomes this machine's GPU's chip here, where the cases are
+    # compiled and measured (the planning machine may have no GPU); keys cover both.
+    sku, choice = gpu_chip.resolve_auto_chip(sku)
+    # Whether this machine has the SKU's device: a compile-only result is not reused
+    # where the device exists.
+    device_here = iree.device_absent_reason(sku["iree"]["device"]) is None
+    parts = [keys.case_parts(c, sku, tolerances, device_here,
+                             choice.key() if choice else None) for c in cases]
+    # What Snakemake reran the job for: the params, and the repair note (the Snakefile
+    # found a damaged member, which may verify again by now if another SKU's batch made
+    # its export anew, byte-identical); the same context as last time means forced.
+    repair = repair_note(batch)
+    context = keys.digest([cases, sku, tolerances, timeouts, content, repair])
+    mpath = members_path(batch)
+    last_context, members = _last_context(mpath), read_members(mpath)
+    problems = [reuse_problem(members.get(c["identity"]["id"]), c["identity"]["id"], p,
+                              timeouts, retry_failures=False)
+                for c, p in zip(cases, parts, strict=True)]
+    forced = last_context == context and not any(problems)
+    listed, kept = [], {}
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
+        for case, part, problem in zip(cases, parts, problems, strict=True):
+            ident = case["identity"]
+            key = keys.digest(part)
+            path = case_files(ident)["record"]
+            reused = problem is None and not forced
+            fh.write(f"{ident['id']}: {_member_why(reused, forced, problem)} ({key})\n")
+            fh.flush()
+            if reused:
+                kept[ident["id"]] = members[ident["id"]]
+            else:
+                record = case_job(spec=case["spec"], identity=ident,
+                                  sku=with_target(sku, (targets or {}).get(ident["id"])),
+                                  tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
+                                  case=path, retry_failures=forced, chip_choice=choice,
+                                  log=IREE_CASE_LOG.format(sku=ident["sku"],
+                                                           workload=ident["workload"]))
+                kept[ident["id"]] = member_entry(ident, part, timeouts, record)
+            listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
+                           "sha256": kept[ident["id"]]["files"][path]["sha256"]})
+    write_json(mpath, {"context": context, "members": kept, "repair": repair})
+    write_json(batch, {"cases": listed})
+    return {"cases": listed}
+
+
+def _last_context(mpath: Path) -> str | None:
+    """The context (the job's inputs) of the batch's last finished run; None if unknown."""
+    try:
+        return read_json(mpath).get("context")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _member_why(reused: bool, forced: bool, problem: str | None) -> str:
+    """Why a member is reused or measured, for its line in the batch's log."""
+    if reused:
+        return "reused"
+    if forced:
+        return "measuring again: the rerun was forced"
+    return "measuring" if problem == "not measured yet" else f"measuring again: {problem}"
