@@ -218,3 +218,31 @@ def test_the_new_content_is_on_disk_before_it_replaces_the_file(tmp_path, monkey
     spy("replace", os.replace)
     append_records(out, [rec(0)])
     assert calls == ["fsync", "replace"]
+
+
+def test_a_results_file_created_by_another_writer_meanwhile_is_appended_to(tmp_path,
+                                                                           monkeypatch):
+    """CI caught test_concurrent_writers_lose_no_record losing a writer: the file was
+    judged absent, another writer created it, and the second look (does it exist?) then
+    refused it with the first look's "does not exist". The file another writer made in
+    between is judged as it is now."""
+    from workflow import files
+
+    out = tmp_path / "perf.json"
+    judged, looks = files.file_problem, []
+
+    def another_writer_between(path):
+        problem = judged(path)
+        looks.append(problem)
+        if len(looks) == 1:  # the first look: absent; then another writer makes it
+            monkeypatch.setattr(files, "file_problem", judged)
+            append_records(out, [rec(0, 9)])
+            monkeypatch.setattr(files, "file_problem", another_writer_between)
+        return problem
+
+    monkeypatch.setattr(files, "file_problem", another_writer_between)
+    assert files.write_target(out, what="a JSON results file") == out
+    assert looks == ["does not exist", None]
+    monkeypatch.undo()
+    append_records(out, [rec(1, 0)])
+    assert [c["id"] for c in read_results(out)["cases"]] == ["w9/case0", "w0/case1"]

@@ -152,8 +152,12 @@ def write_target(path: str | Path, *, what: str) -> Path:
     not writing through it: where it points may be a typo)."""
     path = Path(path)
     problem = file_problem(path)
+    if problem is not None and not os.path.lexists(path):
+        return path  # absent: the write creates it (or names why it cannot)
+    if problem is not None:
+        # It was absent when judged and is there now: another writer created it between
+        # the two looks (concurrent appends to one results file). Judge what is there.
+        problem = file_problem(path)
     if problem is None:
         return Path(os.path.realpath(path)) if os.path.islink(path) else path
-    if not os.path.lexists(path):
-        return path  # absent: the write creates it (or names why it cannot)
     raise ConfigError([f"{path}: {problem}; expected {what}"])
