@@ -38,7 +38,8 @@ torchao SKU's 6 to 12 short invocations), --runs 2: 77.0 and 81.2 s against 51.5
 a third); the default suite 149.8 s for 14 cases (a299a73); at a3c3781 (one worker per
 SKU, every backend and recipe; 3 warm-up calls, 0.1 s blocks, 10 to 14 invocations),
 from a fresh clone, --runs 2: 47.5 and 44.6 s against 46.0 and 45.5 s, 1.01x, 12 of 12
-cases within 10 %, widths 1.1-5.0 %; the default suite 131.7 s for 14 cases.
+cases within 10 %, widths 1.1-5.0 %; the default suite 131.7 s for 14 cases; again at
+8e7cc52, a noisier hour: 49.2 and 49.2 s against 45.5 and 46.3 s, 1.07x, 10 of 12.
 """
 
 from __future__ import annotations
