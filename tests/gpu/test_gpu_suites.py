@@ -33,22 +33,23 @@ def run_suite(workdir: Path, suite_file: Path) -> tuple[Path, list[dict], object
     return workdir, report["cases"], load([suite_file])
 
 
-@pytest.fixture(scope="module")
-def iree_run(tmp_path_factory):
-    reason = checks.missing_reason(checks.IREE_SUITE, [checks.nvidia_gpu_missing(),
-                                                       checks.iree_cuda_missing()])
+def run_or_skip(tmp_path_factory, suite_file: Path, runtime_missing: str | None):
+    """run_suite, or the test skipped naming what this machine lacks for the suite: an
+    NVIDIA GPU, and the runtime the suite needs (`runtime_missing`: why it is absent)."""
+    reason = checks.missing_reason(suite_file, [checks.nvidia_gpu_missing(), runtime_missing])
     if reason:
         pytest.skip(reason)
-    return run_suite(tmp_path_factory.mktemp("h100_iree"), checks.IREE_SUITE)
+    return run_suite(tmp_path_factory.mktemp(suite_file.stem), suite_file)
+
+
+@pytest.fixture(scope="module")
+def iree_run(tmp_path_factory):
+    return run_or_skip(tmp_path_factory, checks.IREE_SUITE, checks.iree_cuda_missing())
 
 
 @pytest.fixture(scope="module")
 def torch_run(tmp_path_factory):
-    reason = checks.missing_reason(checks.TORCH_SUITE, [checks.nvidia_gpu_missing(),
-                                                        checks.torch_cuda_missing()])
-    if reason:
-        pytest.skip(reason)
-    return run_suite(tmp_path_factory.mktemp("h100_torch"), checks.TORCH_SUITE)
+    return run_or_skip(tmp_path_factory, checks.TORCH_SUITE, checks.torch_cuda_missing())
 
 
 def _lines(problems: list[str]) -> str:

@@ -39,7 +39,8 @@ from pathlib import Path
 from workflow.backends.iree.profile import merged_row, profile_argv, ranked_rows
 from workflow.backends.iree.tools import TIME_UNIT_MS, tool_output
 from workflow.backends.proc import run_tool
-from workflow.errors import StageError
+from workflow.errors import ConfigError, StageError
+from workflow.files import read_bytes
 
 # The tools looked for, in order of preference (module docstring).
 TOOLS = ("nsys",)
@@ -57,6 +58,8 @@ _IREE_DISPATCH = re.compile(r"dispatch_\d+(?:_|$)")
 _NOT_IN_KERNEL_NAME = re.compile(r"[^A-Za-z0-9_]")
 # A `--device=` flag that names IREE's CUDA HAL driver (`cuda`, `cuda://0`).
 _CUDA_DEVICE = re.compile(r"--device=cuda(?::|$)")
+# A kernel summary is a line per kernel name: far below this even for a large model.
+MAX_STATS_BYTES = 64 << 20
 # nsys stats' column headers carry the time unit: "Total Time (ns)".
 _UNIT = re.compile(r"(.+) \((ns|us|ms|s)\)")
 
@@ -187,10 +190,15 @@ def _nsys_rows(nsys: str, program: list[str], *, timeout: float, log: str | None
         run_tool(nsys_stats_argv(nsys, report + ".nsys-rep", stats), stage="profile",
                  timeout=timeout, log=log)
         table = nsys_stats_file(stats)
-        if not table.is_file():  # nsys stats skips a report without kernel data
+        try:
+            # A tool's file: a regular file only, capped, decoded with replacement.
+            text = read_bytes(table, cap=MAX_STATS_BYTES, what=f"nsys stats' {NSYS_REPORT}"
+                              " CSV", os_errors=True).decode("utf-8", errors="replace")
+        except FileNotFoundError:  # nsys stats skips a report without kernel data
             raise StageError("profile", f"nsys recorded no CUDA kernel: {table.name} was "
-                             "not written (does the module run on the GPU?)")
-        text = table.read_text(encoding="utf-8", errors="replace")
+                             "not written (does the module run on the GPU?)") from None
+        except (OSError, ConfigError) as exc:
+            raise StageError("profile", f"unreadable nsys stats output: {exc}") from None
     try:
         return nsys_kernel_rows(text)
     except ValueError as exc:
