@@ -12,7 +12,7 @@ FAST := not e2e and not tool and not browser and not slurm and not quiet
 # end-to-end tests overlap their waits (timeouts, process starts) with each other's work.
 WORKERS ?= 2
 
-.PHONY: setup report check test gpu perf clean
+.PHONY: setup report check test gpu perf docs clean
 
 setup: $(VENV)/.installed
 
@@ -23,18 +23,18 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	# compat: the checkout itself on sys.path, where Snakemake's plugin discovery
 	# (pkgutil.iter_modules) finds snakemake_logger_plugin_benchflow; it does not see a
 	# package behind setuptools' default editable import hook.
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm,clickhouse]' \
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,minilm,slurm,clickhouse,docs]' \
 		--config-settings editable_mode=compat
 	# The history's change points (otava.analysis: numpy and scipy only); --no-deps because
 	# its metadata pins numpy 2.2 for integrations benchflow does not use (pyproject.toml).
 	$(BIN)/pip install --quiet --no-deps -c constraints.txt apache-otava
 	touch $@
 
-# --logger benchflow: a line per finished case, an ETA, a summary at the end (README,
-# "Progress and summary"); FORMAT=quiet or FORMAT=json for CI.
+# benchflow's logger (a line per finished case, an ETA, a summary at the end) comes from
+# the workflow profile, profiles/default/; FORMAT=quiet or FORMAT=json for CI.
 FORMAT ?= text
 report: setup
-	$(BIN)/snakemake --cores $(CORES) --logger benchflow --logger-benchflow-format $(FORMAT) all
+	$(BIN)/snakemake --cores $(CORES) --logger-benchflow-format $(FORMAT) all
 
 # A change's first check, about a minute: lint, the DAG's lint, the fast tier.
 check: setup
@@ -60,6 +60,11 @@ gpu: setup
 
 perf: setup
 	$(BIN)/python tests/perf/dag_overhead.py
+
+# The user guide (docs/, mkdocs.yml) as a static site in site/: open site/index.html.
+# --strict: a broken link or anchor fails the build (tests/test_docs_site.py runs it too).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf results logs .snakemake

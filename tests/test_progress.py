@@ -21,7 +21,8 @@ from snakemake_interface_logger_plugins.tests import MockOutputSettings
 
 import snakemake_logger_plugin_benchflow as plugin
 from tests.conftest import DATA, FAST_MEASUREMENT, snakemake, write_suite
-from tests.render_data import find, iree_report, with_synthetic_verdicts
+from tests.render_data import find, iree_report, torch_report, with_synthetic_verdicts
+from workflow import paths
 from workflow.records.storage import write_json
 from workflow.render import common
 from workflow.render import progress as render
@@ -167,6 +168,21 @@ def test_progress_reads_a_finished_batchs_records_and_estimates_the_rest(tmp_pat
     assert summary["reports"] == []
 
 
+def test_progress_reads_every_case_of_a_finished_torch_batch(tmp_path):
+    """A torch batch holds a SKU's eager, compiled and recipe cases, each record under
+    cases/{backend}/{workload}/{recipe}.json (paths.torch_case_record): every one is a
+    case line (the default suite printed none of its torch cases before this test)."""
+    cases = [c for c in torch_report()["cases"] if c["backend"].startswith("torch-")]
+    batch = "results/torch/host/b0"
+    for case in cases:
+        write_json(tmp_path / paths.torch_case_record(batch, case), case)
+    p = stages.Progress(tmp_path)
+    p.job_info(1, "run_torch", [batch], ["logs/torch/host/b0.log"], {"runtime": 3})
+    events = p.job_finished(1)
+    assert sorted(e["id"] for e in events) == sorted(c["id"] for c in cases)
+    assert len({c["backend"] for c in cases}) > 1  # the layout's depth
+
+
 def test_a_job_that_failed_once_and_then_finished_is_retried_not_failed(tmp_path):
     batch = iree_batch_on_disk(tmp_path, [find(iree_report(), OK_ID)])
     p = stages.Progress(tmp_path)
@@ -257,11 +273,14 @@ def progress_suite() -> dict:
 
 
 @pytest.mark.e2e
-def test_snakemake_with_the_benchflow_logger_prints_cases_eta_and_summary(tmp_path):
+def test_the_plain_snakemake_command_prints_cases_eta_and_summary(tmp_path):
+    """Issue 36: no `--logger` flag to remember. Snakemake reads the workflow profile
+    next to the Snakefile (profiles/default/) by itself, and it picks benchflow's logger;
+    `--logger-benchflow-format` still chooses the format."""
     suite = write_suite(tmp_path / "suite.yaml", progress_suite())
-    proc = snakemake(tmp_path, "--configfile", str(suite), "--logger", "benchflow", "--",
-                     "all")
+    proc = snakemake(tmp_path, "--configfile", str(suite), "--", "all")
     out = proc.stdout + proc.stderr
+    assert "Using workflow specific profile" in out
     assert "\x1b[" not in out and "Logging error" not in out  # a pipe: plain text
     live = out.split("benchflow summary")[0]
     # The interval only where the invocations give one at 95 % (3 here may not).
@@ -282,7 +301,7 @@ def test_snakemake_with_the_benchflow_logger_prints_cases_eta_and_summary(tmp_pa
            "results/report.json" in summary
 
     proc = snakemake(tmp_path, "--configfile", str(suite), "--forcerun", "iree_batch",
-                     "--logger", "benchflow", "--logger-benchflow-format", "json",
+                     "--logger-benchflow-format", "json",
                      "results/report.json")
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     kinds = [e["event"] for e in events]
@@ -312,3 +331,81 @@ def test_a_case_line_says_where_its_time_went():
     assert render.case_text(event).endswith(
         "0.2 [0.19, 0.21] ms  (7 inv., width-reached)  took 15.6 s: export 3.2, compile 0.6, "
         "accuracy 0.2, invocations 11.6")
+
+
+# --- text from outside on a terminal; a reader that goes away (issue 37) ------------------
+# A clear-screen and a window-title sequence, as a tool's error or a dispatch name may carry.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07"
+
+
+def hostile_case() -> dict:
+    case = copy.deepcopy(find(iree_report(), FAILED_ID))
+    case["id"] = f"host/iree/evil{HOSTILE}-f32/baseline"  # SYNTHETIC: escapes in the id
+    case["error"] = f"iree-compile exited with 1: error: {HOSTILE}dispatch_0 failed"
+    return case
+
+
+def feed_case(h: plugin.LogHandler, tmp_path, case: dict) -> None:
+    batch = iree_batch_on_disk(tmp_path, [case])
+    h.emit(record(LogEvent.WORKFLOW_STARTED, "Workflow has started!", cwd=str(tmp_path)))
+    h.emit(record(LogEvent.JOB_INFO, jobid=1, rule_name="iree_batch", output=[batch], log=[],
+                  resources={}))
+    h.emit(record(LogEvent.JOB_FINISHED, "Finished jobid: 1", job_id=1))
+    h.emit(record(None, f"Error in rule iree_batch: {HOSTILE}", level=logging.ERROR))
+    h.close()
+
+
+@pytest.mark.parametrize("mode", ["text", "quiet"])
+def test_control_characters_from_outside_are_shown_escaped(tmp_path, monkeypatch, capsys,
+                                                           mode):
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    feed_case(handler(mode), tmp_path, hostile_case())
+    out = capsys.readouterr().out + stream.getvalue()
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J\\x1b]0;pwned\\x07" in out
+    assert "Error in rule iree_batch: \\x1b[2J" in out  # Snakemake's own message too
+    if mode == "text":
+        assert "evil\\x1b[2J\\x1b]0;pwned\\x07-f32" in out  # the case line's id and error
+        assert "error: \\x1b[2J\\x1b]0;pwned\\x07dispatch_0 failed" in out
+
+
+def test_the_json_events_keep_the_text_and_stay_valid_json(tmp_path, capsys):
+    feed_case(handler("json"), tmp_path, hostile_case())
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # json.dumps writes \u001b
+    case = json.loads(out.splitlines()[0])
+    assert case["id"] == hostile_case()["id"] and HOSTILE in case["reason"]
+
+
+# The plugin driven as Snakemake drives it, in a process whose stdout is a pipe the test
+# closes after the first line: the events after it meet EPIPE.
+FEED_AFTER_CLOSE = """
+import sys
+from tests.test_progress import handler, record, LogEvent
+h = handler(sys.argv[1])
+h.emit(record(LogEvent.PROGRESS, None, done=0, total=50))
+sys.stdout.flush()
+sys.stdin.readline()  # the reader has closed its end
+for done in range(1, 50):
+    h.emit(record(LogEvent.PROGRESS, None, done=done, total=50))
+h.close()
+print("not shown", flush=True)
+sys.stderr.write("ended\\n")
+"""
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("mode", ["json", "text"])
+def test_a_reader_that_goes_away_ends_the_output_quietly(mode):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", FEED_AFTER_CLOSE, mode],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=DATA.parent.parent)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate("go\n", timeout=60)
+    assert json.loads(first)["event"] == "eta" if mode == "json" else first == ""
+    assert proc.returncode == 0 and err == "ended\n", err

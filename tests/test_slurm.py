@@ -136,8 +136,6 @@ def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
             "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"),
             "--profile", str(REPO / "profiles" / "slurm"),
-            # The live lines and the summary (tests/test_progress.py; checked here too).
-            "--logger", "benchflow",
             # The site's settings: no slurmdbd here, so squeue (MinJobAge 300 s >= 3 x 2 s);
             # short intervals because the jobs take seconds.
             "--slurm-status-command", "squeue",
@@ -336,9 +334,10 @@ def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
 
 
 def test_the_live_case_lines_and_the_summary_come_through_slurm(finished):
-    """`--logger benchflow` under the SLURM executor: a line per case as its job ends
-    (read from the shared file system), ETA lines, and the summary naming the retried
-    job; Snakemake's own lines (the submissions the tests above read) still there."""
+    """benchflow's logger under the SLURM executor, with no flag (the workflow profile,
+    profiles/default/, applies under --profile profiles/slurm too): a line per case as
+    its job ends (read from the shared file system), ETA lines, and the summary naming
+    the retried job; Snakemake's own lines (the submissions the tests above read) still there."""
     _, out, _ = finished
     assert "\x1b[" not in out and "Logging error" not in out
     live, summary = out.split("── benchflow summary")

@@ -44,7 +44,8 @@ def case_records(rule: str, output: list[str], root: Path) -> list[dict]:
         batch = _read(root / output[0]) or {}
         docs = [_read(root / entry["case"]) for entry in batch.get("cases", [])]
     elif rule == "run_torch":
-        docs = [_read(p) for p in sorted((root / output[0] / "cases").glob("*.json"))]
+        # cases/{backend}/{workload}/{recipe}.json (paths.torch_case_record).
+        docs = [_read(p) for p in sorted((root / output[0] / "cases").rglob("*.json"))]
     elif rule == "case_bench_file":
         docs = [_read(root / output[0])]
     else:
