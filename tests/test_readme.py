@@ -1,16 +1,20 @@
-"""The README stays true: every code block that can run here runs.
+"""The README and the user guide (docs/*.md) stay true: every code block that can run
+here runs.
 
 - ```python blocks (the custom-model example) are written to a file, loaded through a
   suite's `model_modules`, built and called, and a suite using them is validated;
 - ```yaml blocks are suites (`benchflow validate`), or fragments of one (merged into the
-  README's suite, then validated);
+  suite of the guide's Suites page, then validated);
 - ```sh lines are run when cheap (listing, validating, dry runs of `snakemake`), in a
-  temporary directory holding the README's suites as `my.yaml` and `other.yaml`;
-  the rest are in COMMANDS with the reason they are not run;
-- the example of a refused suite is reproduced.
+  temporary directory per page holding that page's first suite (else the Suites page's)
+  as `my.yaml` and the torch page's workloads as `other.yaml` (the names the commands
+  use); the rest are in COMMANDS with the reason they are not run;
+- the example of a refused suite is reproduced, and outputs quoted from a cheap command
+  are that command's output.
 
-A new code block or command line fails test_every_block_and_command_is_accounted_for
-until it is run here or skipped with its reason.
+A new code block or command line, on any page, fails
+test_every_block_and_command_is_accounted_for until it is run here or skipped with its
+reason. Test ids name the page and the line of the block.
 """
 
 from __future__ import annotations
@@ -29,19 +33,26 @@ import yaml
 from tests.conftest import REPO
 
 README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 VENV_BIN = Path(sys.executable).parent
 
 
 @dataclass(frozen=True)
 class Block:
+    page: str  # relative to the repository
     lang: str
     line: int  # of the opening fence
     text: str
 
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
-def readme_blocks() -> list[Block]:
-    text = README.read_text()
-    return [Block(m.group(1), text[:m.start()].count("\n") + 1, m.group(2))
+
+def page_blocks(path: Path) -> list[Block]:
+    text = path.read_text()
+    page = str(path.relative_to(REPO))
+    return [Block(page, m.group(1), text[:m.start()].count("\n") + 1, m.group(2))
             for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)]
 
 
@@ -56,12 +67,15 @@ def commands(block: Block) -> list[str]:
     return out
 
 
-BLOCKS = readme_blocks()
-SH_COMMANDS = [c for b in BLOCKS if b.lang == "sh" for c in commands(b)]
+BLOCKS = [b for page in PAGES for b in page_blocks(page)]
+SH_COMMANDS = [(b, c) for b in BLOCKS if b.lang == "sh" for c in commands(b)]
+SUITES_PAGE = "docs/suites.md"
+TORCH_PAGE = "docs/torch.md"
 
-# Every command line of the README, by prefix: how it is checked, and what it must print
-# (run: as written; dry: with snakemake's -n, which checks the command line and the suite
-# without running a job), or why it does not run here (skip).
+# Every command line of the README and the guide, by prefix: how it is checked, and what it
+# must print (run: as written; dry: with snakemake's -n, which checks the command line and the suite
+# without running a job; repo: as written, from the repository root, for a path into it),
+# or why it does not run here (skip).
 COMMANDS = [
     # (prefix, how, expected output fragment or the reason it is skipped)
     (". .venv/bin/activate", "env", "every command here runs with .venv/bin first on PATH"),
@@ -69,6 +83,9 @@ COMMANDS = [
      "cpu-host/iree/linear-512x512x512-f32/baseline"),
     ("benchflow list", "run", "models (name: configs; default shape; description):"),
     ("benchflow validate my.yaml other.yaml", "run", "ok: 2 file(s) valid"),
+    ("benchflow validate my.yaml", "run", "ok: 1 file(s) valid"),
+    ("benchflow list --configfile tests/data/upstream/torchao/", "repo",
+     "cuda/torch-inductor-max-autotune/linear-1024x1024x1024-bf16-cuda/baseline"),
     ("benchflow --list", "run", "skus ("),
     ("benchflow benchmarks --model tiny_mlp --filename 'mlp*' --sku cpu-host", "run",
      "cpu-host/iree/tiny_mlp.mlp_cpu/baseline"),
@@ -126,9 +143,21 @@ OUTPUT_BLOCKS = {
                                         "(tests/test_attribution_e2e.py prints it)",
     "$ benchflow history detect": "detect's and show's output on eight real nightly runs "
                                   "here (their lines' shape: tests/test_history_cli.py)",
+    "ok           cpu-host/iree/linear-128x256x256": "an excerpt of the default suite's run "
+                                                   "(its lines: tests/test_progress.py)",
+    "INCONCLUSIVE  before -> after  linear-256x256x256": "benchflow ab's lines on a loaded "
+                                                         "machine (tests/test_ab.py)",
+    "ok: 0 of 14 case(s) regressed": "check's summary line on the default suite's run "
+                                     "(tests/test_gate_exit_codes.py checks its outcomes)",
+    "**`cpu-generic-sync/iree/mlp-64x256x512": "an excerpt of compare's Markdown "
+                                               "(docs/attribution.md has all of it)",
+    "cases: 5\n": "test_quoted_outputs_are_printed",
+    "  cpu-host/iree/tiny_mlp.mlp_cpu/baseline": "test_quoted_outputs_are_printed",
+    # docs/DESIGN.md's diagram and listings.
+    "config/config.yaml (+ --configfile, --config)": "the DAG, drawn",
+    'id            "cpu-host/iree/': "the case record's fields, listed",
 }
-# ```yaml blocks that are not validated, by a line of theirs, with why: none so far (the
-# suite of iree-test-suites' files validates without the checkout it points at).
+# ```yaml blocks that are not validated, by a line of theirs, with why.
 SKIPPED_YAML: dict[str, str] = {
     "dir: iree-test-suites/sharktank_models/benchmarks":
         "selects the files of an iree-test-suites checkout, absent here; validate checks "
@@ -138,7 +167,7 @@ SKIPPED_YAML: dict[str, str] = {
 
 def rule_for(command: str) -> tuple[str, str, str]:
     matches = [r for r in COMMANDS if command == r[0] or command.startswith(r[0])]
-    assert matches, f"README command not accounted for in COMMANDS: {command}"
+    assert matches, f"command not accounted for in COMMANDS: {command}"
     return max(matches, key=lambda r: len(r[0]))  # the most specific prefix
 
 
@@ -146,17 +175,26 @@ def is_suite(data: dict) -> bool:
     return any(k in data for k in ("workloads", "model_params", "benchmark_files"))
 
 
+def first_suite(page: str) -> Block | None:
+    return next((b for b in BLOCKS if b.page == page and b.lang == "yaml"
+                 and "skus:\n" in b.text and is_suite(yaml.safe_load(b.text))), None)
+
+
 @pytest.fixture(scope="module")
-def readme_dir(tmp_path_factory) -> Path:
-    """A directory holding the README's first suite as my.yaml, its torch workloads as
-    other.yaml (the names its commands use)."""
-    work = tmp_path_factory.mktemp("readme")
-    suites = [b for b in BLOCKS if b.lang == "yaml" and "skus:\n" in b.text
-              and is_suite(yaml.safe_load(b.text))]
-    (work / "my.yaml").write_text(suites[0].text)
-    torch_block = next(b for b in BLOCKS if b.lang == "yaml" and "torch-eager" in b.text)
-    (work / "other.yaml").write_text(torch_block.text)
-    return work
+def page_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Per page, a directory holding its first suite (else the Suites page's) as my.yaml
+    and the torch page's workloads as other.yaml (the names the commands use)."""
+    torch_block = next(b for b in BLOCKS if b.page == TORCH_PAGE and b.lang == "yaml"
+                       and "torch-eager" in b.text)
+    dirs = {}
+    for page in PAGES:
+        name = str(page.relative_to(REPO))
+        work = tmp_path_factory.mktemp(page.stem)
+        suite = first_suite(name) or first_suite(SUITES_PAGE)
+        (work / "my.yaml").write_text(suite.text)
+        (work / "other.yaml").write_text(torch_block.text)
+        dirs[name] = work
+    return dirs
 
 
 def shell(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -169,46 +207,74 @@ def test_every_block_and_command_is_accounted_for():
     langs = {b.lang for b in BLOCKS}
     assert langs <= {"sh", "yaml", "python", ""}, langs
     assert len(SH_COMMANDS) >= 20
-    for command in SH_COMMANDS:
-        rule_for(command)
-    used = {rule_for(c)[0] for c in SH_COMMANDS}
-    assert used == {r[0] for r in COMMANDS}, "rules no README line uses: " + str(
+    for block, command in SH_COMMANDS:
+        assert any(command.startswith(r[0]) for r in COMMANDS), (
+            f"{block.where}: command not accounted for in COMMANDS: {command}")
+    used = {rule_for(c)[0] for _b, c in SH_COMMANDS}
+    assert used == {r[0] for r in COMMANDS}, "rules no page uses: " + str(
         {r[0] for r in COMMANDS} - used)
     for block in BLOCKS:
         if block.lang == "":
-            assert any(block.text.startswith(k) for k in OUTPUT_BLOCKS), block.line
+            assert any(block.text.startswith(k) for k in OUTPUT_BLOCKS), (
+                f"{block.where}: an output block OUTPUT_BLOCKS does not name")
     assert sum(b.lang == "python" for b in BLOCKS) == 1
 
 
-RUNNABLE = [c for c in SH_COMMANDS if rule_for(c)[1] in ("run", "dry")]
+def runnable() -> list[tuple[str, str]]:
+    """(page, command) of each command run here, once per page."""
+    seen = {}
+    for block, command in SH_COMMANDS:
+        if rule_for(command)[1] in ("run", "dry", "repo"):
+            seen.setdefault((block.page, command), block.where)
+    return [pytest.param(page, command, id=f"{where}:{command}")
+            for (page, command), where in seen.items()]
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("command", RUNNABLE)
-def test_readme_command_runs(readme_dir, command):
+@pytest.mark.parametrize(("page", "command"), runnable())
+def test_documented_command_runs(page_dirs, page, command):
     _prefix, how, expected = rule_for(command)
     argv = shlex.split(command)
+    cwd = REPO if how == "repo" else page_dirs[page]
     if argv[0] == "snakemake":
-        # From the repository root in the README; here from a scratch directory.
+        # From the repository root in the docs; here from a scratch directory.
         argv[1:1] = ["-s", str(REPO / "Snakefile")]
         if how == "dry":
             argv.append("-n")
-    proc = shell(argv, readme_dir)
+    proc = shell(argv, cwd)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert expected in proc.stdout + proc.stderr
 
 
 @pytest.mark.tool
+def test_quoted_outputs_are_printed(page_dirs):
+    """The README's quoted outputs of `benchflow list --cases` and `benchflow benchmarks`
+    are what those commands print (the repository's path written as ~/benchflow)."""
+    checks = [("cases: 5\n", ["benchflow", "list", "--configfile", "my.yaml", "--cases"]),
+              ("  cpu-host/iree/tiny_mlp.mlp_cpu/baseline",
+               ["benchflow", "benchmarks", "--model", "tiny_mlp", "--filename", "mlp*",
+                "--sku", "cpu-host"])]
+    for start, argv in checks:
+        quoted = [b for b in BLOCKS if b.lang == "" and b.text.startswith(start)]
+        assert quoted, start
+        for block in quoted:
+            proc = shell(argv, page_dirs[block.page])
+            assert proc.returncode == 0, proc.stderr
+            printed = proc.stdout.replace(str(REPO), "~/benchflow")
+            assert block.text in printed, f"{block.where}:\n{printed}"
+
+
+@pytest.mark.tool
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"],
-                         ids=lambda b: f"line{b.line}")
-def test_readme_suite_validates(readme_dir, tmp_path, block):
+                         ids=lambda b: b.where)
+def test_documented_suite_validates(page_dirs, tmp_path, block):
     for line, why in SKIPPED_YAML.items():
         if line in block.text:
             pytest.skip(why)
     data = yaml.safe_load(block.text)
     if not is_suite(data):
-        # A fragment (goldens:, ...): the README's suite with it.
-        data = {**yaml.safe_load((readme_dir / "my.yaml").read_text()), **data}
+        # A fragment (goldens:, ...): the Suites page's suite with it.
+        data = {**yaml.safe_load(first_suite(SUITES_PAGE).text), **data}
     suite = tmp_path / "block.yaml"
     suite.write_text(yaml.safe_dump(data, sort_keys=False))
     proc = shell(["benchflow", "validate", str(suite)], tmp_path)
@@ -217,13 +283,13 @@ def test_readme_suite_validates(readme_dir, tmp_path, block):
 
 
 @pytest.mark.tool
-def test_readme_model_example_registers_builds_and_validates(readme_dir, tmp_path):
+def test_the_model_example_registers_builds_and_validates(page_dirs, tmp_path):
     """The custom-model example, as written, listed under a suite's model_modules."""
     (block,) = [b for b in BLOCKS if b.lang == "python"]
     (tmp_path / "my_models.py").write_text(block.text)
     name = re.search(r"^def (\w+)\(", block.text, re.M).group(1)
     configs = yaml.safe_load(re.search(r"configs=(\[[^\]]*\])", block.text).group(1))
-    suite = yaml.safe_load((readme_dir / "my.yaml").read_text())
+    suite = yaml.safe_load(first_suite(SUITES_PAGE).text)
     suite["model_modules"] = ["my_models.py"]
     suite["workloads"].append({"model": name, "configs": configs})
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
@@ -253,11 +319,12 @@ for config in {configs!r}:
 
 
 @pytest.mark.e2e
-def test_the_refused_suite_example(readme_dir, tmp_path):
-    """The README's refused suite: its SKU with 0 invocations and a second workload of
-    bert with config `huge`, given to snakemake: no job, every problem on its line."""
+def test_the_refused_suite_example(tmp_path):
+    """The refused suite: the Suites page's suite with its SKU at 0 invocations and a
+    second workload of bert with config `huge`, given to snakemake: no job, every problem
+    on its line."""
     (block,) = [b for b in BLOCKS if b.text.startswith("benchflow: invalid suite")]
-    suite = yaml.safe_load((readme_dir / "my.yaml").read_text())
+    suite = yaml.safe_load(first_suite(block.page).text)
     suite["skus"]["cpu-host"]["measurement"]["invocations"] = 0
     suite["workloads"][1] = {"model": "bert", "configs": ["huge"]}
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
@@ -268,12 +335,12 @@ def test_the_refused_suite_example(readme_dir, tmp_path):
     assert block.text in printed, printed
 
 
-def test_readmes_slurm_warning_is_the_one_printed():
-    """The README quotes the warning a GPU SKU without a gres gets under SLURM word for
+def test_the_quoted_slurm_warning_is_the_one_printed():
+    """The docs quote the warning a GPU SKU without a gres gets under SLURM word for
     word (stages/resources.slurm_warnings makes it)."""
     from workflow.stages.resources import slurm_warnings
 
-    quoted = next(b.text.strip() for b in BLOCKS if b.text.startswith("benchflow: SLURM: SKU"))
     skus = {"cuda-sm80": {"iree": {"target_backend": "cuda"}}}
     resources = {"slurm_account": "acct", "slurm_partition": "cpu"}
-    assert slurm_warnings(skus, resources) == [quoted]
+    quoted = {b.text.strip() for b in BLOCKS if b.text.startswith("benchflow: SLURM: SKU")}
+    assert quoted and [*quoted] == slurm_warnings(skus, resources)

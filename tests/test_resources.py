@@ -348,7 +348,7 @@ def test_unset_account_and_partition_are_warned_about_once_each(monkeypatch):
     lines = r.slurm_warnings({"host": {"iree": {"target_backend": "llvm-cpu"}}}, profile)
     assert lines == ["benchflow: SLURM: BENCHFLOW_SLURM_ACCOUNT is not set, so sbatch gets "
                      "$BENCHFLOW_SLURM_ACCOUNT; export BENCHFLOW_SLURM_ACCOUNT=<your account> "
-                     '(README.md, "Cluster")']
+                     '(docs/cluster.md)']
     # --executor slurm without the profile: neither is given.
     assert r.slurm_in_use({}, ["snakemake", "--executor", "slurm"])
     assert r.slurm_in_use({}, ["snakemake", "--executor=slurm"])

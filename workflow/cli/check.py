@@ -1,6 +1,6 @@
 """`benchflow check`: the gate. Exit 0 when every case was judged and none regressed, 1
 naming every case that regressed vs its goldens, 2 for bad input, 3 when a case could not
-be judged (README, "Exit codes of the gates"); inconclusive IREE cases are measured again
+be judged (docs/goldens.md, "Exit codes of the gates"); inconclusive IREE cases are measured again
 first, within --remeasure-budget seconds."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import sys
 from workflow.errors import ConfigError
 from workflow.regression.gate import BAD_INPUT, PASSED, REGRESSED, UNJUDGED
 
-# The exit codes of `benchflow check` and `benchflow ab` (README, "Exit codes of the
+# The exit codes of `benchflow check` and `benchflow ab` (docs/goldens.md, "Exit codes of the
 # gates"), one per gate outcome (workflow/regression/gate.py). main() maps a ConfigError
 # to 1 for every other command; for a gate 1 means a regression, so a gate's bad input
 # (its ConfigError) exits 2 through gate_command.

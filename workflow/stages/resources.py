@@ -486,7 +486,7 @@ def slurm_warnings(skus: dict, resources) -> list[str]:
         if value is None or "$" in value:
             lines.append(f"benchflow: SLURM: {variable} is not set, so sbatch gets "
                          f"{value or 'no ' + name}; export {variable}=<your "
-                         f"{name.split('_')[1]}> (README.md, \"Cluster\")")
+                         f"{name.split('_')[1]}> (docs/cluster.md)")
     for sku, settings in skus.items():
         target = (settings.get("iree") or {}).get("target_backend")
         if target in GPU_TARGETS and not slurm_gres(settings):
