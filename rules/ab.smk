@@ -2,6 +2,8 @@
 # two SKUs' modules alternate, fresh invocation by invocation, in one job; then every
 # row into results/ab.json. Torch pairs (workflow/stages/ab_torch.py): per pair of torch
 # sides and workload, two long-lived workers alternate timed blocks in one job.
+import sys
+
 from workflow.paths import (
     AB,
     AB_LOG,
@@ -12,6 +14,7 @@ from workflow.paths import (
     ab_row_paths,
     torch_ab_row_paths,
 )
+from workflow.stages.ab import ab_repair
 from workflow.stages.plan import ab_pair_plan, sku_settings, torch_ab_plan
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
@@ -23,6 +26,17 @@ from workflow.stages.resources import (
     slurm_partition,
     torch_ab_mem_mb,
 )
+
+
+# An ab.json that no longer holds its rows' records (edited by hand, cut, retyped: a row
+# said no-difference where its record says regression) gets a new repair note, a param
+# of `ab`, and is built again from the records before anything reads it (the gate, the
+# renders). Checked only in the process that plans, as the batches' files are (Snakefile).
+AB_REPAIR, _ab_damaged = ab_repair(
+    AB, ab_row_paths(SUITE.ab_pairs) + torch_ab_row_paths(SUITE.torch_ab_pairs),
+    check=workflow.is_main_process and SUITE.has_ab)
+if _ab_damaged:
+    print(_ab_damaged, file=sys.stderr)
 
 
 rule ab_torch_pair:
@@ -106,6 +120,7 @@ rule ab:
     params:
         suite_name=SUITE.config["suite_name"],
         config_hash=SUITE.config_hash(),
+        repair=AB_REPAIR,
     log:
         AB_LOG,
     conda:

@@ -20,6 +20,19 @@ from workflow.stages.resources import (
     slurm_partition,
 )
 
+import json
+import os
+import sys
+
+from workflow.stages.iree_batch import FORCED_ENV, forced_targets
+
+# What this run forces (--forcerun, --forceall), for the batch jobs to read: a job that
+# reruns because a member was damaged measures that member again, one that was forced
+# measures every member (stages/iree_batch.forced_by_command). Set only where the run is
+# planned; a SLURM job's own snakemake inherits it.
+if workflow.is_main_process:
+    os.environ[FORCED_ENV] = json.dumps(forced_targets(sys.argv[1:]))
+
 
 rule iree_batch:
     output:

@@ -6,4 +6,5 @@ aggregate(
     snakemake.output.ab,
     suite_name=snakemake.params.suite_name,
     config_hash=snakemake.params.config_hash,
+    repair=snakemake.params.repair,
 )

@@ -13,6 +13,12 @@ Modes (`--logger-benchflow-format`):
   failed job's block with its log), on stderr, so that a failure is never silent.
 - json: one JSON object per line on stdout (events case, ab, eta, summary) for CI;
   Snakemake's warnings and errors on stderr, so stdout stays parseable.
+
+Text from outside (a tool's error, a case id, a dispatch name, a job's log in Snakemake's
+error block) is printed with its control characters escaped (render/text.printable) in
+text and quiet modes: a terminal would obey them (clear the screen, set its title). JSON
+escapes them itself. A reader that goes away (`| head -1`) ends our output to that stream,
+quietly: the run goes on to its end (its results are kept), printing nothing more there.
 """
 
 from __future__ import annotations
@@ -30,8 +36,14 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
+from snakemake_logger_plugin_benchflow.config_args import refuse_bad_config
 from workflow.render.progress import ab_text, case_text, eta_text, summary_lines
+from workflow.render.text import printable
 from workflow.stages.progress import Progress
+
+# Snakemake imports this plugin while it builds its argument parser, before it parses
+# --config: an override it would refuse with a traceback is refused here in one line.
+refuse_bad_config(sys.argv)
 
 FORMATS = ("text", "quiet", "json")
 # A case line's colour on a terminal, by status (a regression's case is "degraded").
@@ -39,6 +51,15 @@ STYLES = {"ok": "green", "degraded": "yellow", "failed": "bold red", "unsupporte
           "skipped": "dim", "compile-only": "cyan"}
 # Replaced by the ETA line in text mode.
 DROPPED_IN_TEXT = (LogEvent.PROGRESS, LogEvent.JOB_FINISHED)
+
+
+class _Console(Console):
+    """rich's Console, but a reader that went away is the handler's to deal with: rich's
+    own answer is SystemExit(1), which would end Snakemake's run in the middle."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # rich drops what it would print from now on
+        raise BrokenPipeError
 
 
 @dataclass
@@ -57,9 +78,9 @@ class LogHandler(LogHandlerBase):
                              f"{', '.join(FORMATS)}")
         own = sys.stdout if self.common_settings.stdout else sys.stderr
         # soft_wrap: rich would otherwise wrap long lines at 80 columns in a pipe.
-        self.out = Console(file=own if self.mode == "text" else sys.stdout, soft_wrap=True,
+        self.out = _Console(file=own if self.mode == "text" else sys.stdout, soft_wrap=True,
                            highlight=False, no_color=self.common_settings.nocolor)
-        self.err = Console(file=own if self.mode == "text" else sys.stderr, soft_wrap=True,
+        self.err = _Console(file=own if self.mode == "text" else sys.stderr, soft_wrap=True,
                            highlight=False, no_color=self.common_settings.nocolor)
         # Snakemake's default filter (--quiet, --printshellcmds, ...) decides which of its
         # messages print; the progress is told every event, even with --quiet.
@@ -68,6 +89,7 @@ class LogHandler(LogHandlerBase):
                                    cs.printshellcmds)
         self.progress = Progress()
         self.started = self.errors = self.closed = False
+        self.gone: set[int] = set()  # the descriptors whose reader went away (EPIPE)
 
     def emit(self, record: logging.LogRecord) -> None:
         event = getattr(record, "event", None)
@@ -98,7 +120,7 @@ class LogHandler(LogHandlerBase):
         if text and text != "None":
             style = ("red" if record.levelno >= logging.ERROR
                      else "yellow" if record.levelno >= logging.WARNING else None)
-            self.err.print(Text(text, style=style or ""))
+            self._write(self.err, lambda: self.err.print(Text(printable(text), style=style or "")))
 
     def _track(self, record: logging.LogRecord, event) -> list[dict]:
         p, get = self.progress, record.__dict__.get
@@ -121,15 +143,38 @@ class LogHandler(LogHandlerBase):
 
     def _print(self, event: dict) -> None:
         if self.mode == "json":
-            self.out.file.write(json.dumps(event) + "\n")
-            self.out.file.flush()
+            def line() -> None:
+                # json.dumps escapes control characters (\u001b): one valid line per event.
+                self.out.file.write(json.dumps(event) + "\n")
+                self.out.file.flush()
+
+            self._write(self.out, line)
         elif event["event"] == "summary":
             for line in summary_lines(event):
-                self.out.print(Text(line, style="bold" if line.startswith("──") else ""))
+                style = "bold" if line.startswith("──") else ""
+                self._write(self.out, lambda line=line, style=style: self.out.print(
+                    Text(printable(line), style=style)))
         elif self.mode == "text":
             text = {"case": case_text, "ab": ab_text, "eta": eta_text}[event["event"]](event)
             style = STYLES.get(event.get("status"), "dim" if event["event"] == "eta" else "")
-            self.out.print(Text(text, style=style))
+            self._write(self.out, lambda: self.out.print(Text(printable(text), style=style)))
+
+    def _write(self, console: Console, write) -> None:
+        """Calls `write` (a print to `console`) unless the console's reader went away; on
+        the first EPIPE its descriptor is pointed at /dev/null, as Python's documentation
+        on SIGPIPE advises, so that nothing more (our lines, the interpreter's flush at
+        exit) fails writing there, and the run ends as it would have."""
+        fd = _descriptor(console.file)
+        if fd in self.gone:
+            return
+        try:
+            write()
+        except BrokenPipeError:
+            if fd is not None:
+                self.gone.add(fd)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)
+                os.close(devnull)
 
     def close(self) -> None:
         # Once: Snakemake closes its handlers when the run ends, logging again at exit.
@@ -159,3 +204,11 @@ class LogHandler(LogHandlerBase):
     @property
     def needs_rulegraph(self) -> bool:
         return False
+
+
+def _descriptor(stream) -> int | None:
+    """The file descriptor under a stream; None for one without (a StringIO in tests)."""
+    try:
+        return stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -19,6 +19,12 @@ SOURCES = (
     ("command line", "tests.test_cli_edges"),
     ("faults while running", "tests.test_faults"),
     ("history inputs", "tests.test_malformed_history"),
+    ("profiles (implausible)", "tests.test_kernels_plausible"),
+    ("A/B results read back", "tests.test_ab_file"),
+    ("misbehaving user models", "tests.test_misbehaving_models"),
+    ("bisect", "tests.test_bisect"),
+    ("package bisection", "tests.test_packages"),
+    ("names and text from outside", "tests.test_outside_names"),
 )
 
 

@@ -384,6 +384,11 @@ def _enospc_export(tmp_path, monkeypatch):
         assert sorted(p.name for p in out.iterdir()) == sorted(Path(p).name
                                                                 for p in paths.values())
         assert all(Path(p).stat().st_size == 0 for p in paths.values())
+    # The worker's failure is its one line in the stage's log: no traceback (chained or
+    # not), as the disk, not the code, is at fault.
+    log = (tmp_path / "export.log").read_text()
+    assert f"WriteError: could not write {paths['mlir']}: No space left on device\n" in log
+    assert "Traceback" not in log and "During handling" not in log, log
 
 
 def _erofs_export(tmp_path, monkeypatch):
@@ -396,6 +401,7 @@ def _erofs_export(tmp_path, monkeypatch):
     # The worker's own failure, first, in the stage's log.
     log = (tmp_path / "export.log").read_text()
     assert f"WriteError: could not write {mlir}: Read-only file system" in log
+    assert "Traceback" not in log, log
 
 
 def _efbig_export(tmp_path, monkeypatch):

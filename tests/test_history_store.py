@@ -50,7 +50,7 @@ def make_run(rep: dict, timestamp: int, scale: float = 1.0, path: str = "r.json"
 
 @pytest.fixture
 def store(tmp_path):
-    with open_store(tmp_path / "history") as s:
+    with open_store(tmp_path / "history", write=True, create=True) as s:
         yield s
 
 
@@ -243,11 +243,11 @@ def test_run_meta_order_and_git():
 
 
 def test_one_embedded_store_per_process(tmp_path, store):
-    with open_store(Path(store.where)) as same:  # the same directory: shared
+    with open_store(Path(store.where), write=True) as same:  # the same directory: shared
         assert count(same) == 0
     assert count(store) == 0  # still open after the other handle closed
     with pytest.raises(ConfigError, match="another store .* is open in this process"):
-        open_store(tmp_path / "other")
+        open_store(tmp_path / "other", write=True, create=True)
 
 
 def _session(store) -> tuple[list, list, list]:
@@ -262,7 +262,7 @@ def test_server_path_sends_the_same_statements(tmp_path):
     """The server path end to end: clickhouse-connect against tests/history_server.py
     (ClickHouse's HTTP interface answered by chdb in a thread): same results, and the
     server received exactly the statements the embedded path ran, in order."""
-    with open_store(tmp_path / "embedded") as embedded:
+    with open_store(tmp_path / "embedded", write=True, create=True) as embedded:
         want = _session(embedded)
     server = ChdbServer(tmp_path / "server")
     with server as url, open_store(url=url) as remote:
@@ -312,3 +312,47 @@ def test_grouped_rows_come_back_as_the_rows(store):
         assert row["timestamp"] == want["timestamp"]
         assert row["metric"]["benchmark_values"] == pytest.approx(
             want["metric"]["benchmark_values"], rel=1e-6)
+
+
+def test_a_stored_millisecond_run_is_named_skipped_and_removable(tmp_path, capsys):
+    """A run stored before the importers checked values (here a millisecond epoch, put
+    in through ingest directly): show, detect and html go on without it, each naming
+    it in one line with `history remove`, which then removes it."""
+    from workflow.cli.main import main
+
+    where = tmp_path / "history"
+    good = [make_run(report("report_iree.json"), t) for t in (1_700_000_000, 1_700_000_100)]
+    bad = make_run(report("report_iree.json"), 1_764_000_000_123, scale=2.0)
+    for row in bad.rows:
+        row["timestamp"] = bad.timestamp
+    with open_store(where, write=True, create=True) as st:
+        ingest.ingest(st, [*good, bad], META, env={})
+    for argv in (["show"], ["show", "*"], ["detect"], ["html", "-o", str(tmp_path / "h.html")]):
+        capsys.readouterr()
+        main(["history", *argv, "--store", str(where)])
+        err = capsys.readouterr().err
+        assert f"run {bad.run_id}: its timestamp 1764000000123 looks like milliseconds" in err
+        assert f"`benchflow history remove {bad.run_id}`" in err and "Traceback" not in err
+    assert main(["history", "remove", bad.run_id, "--store", str(where)]) == 0
+    capsys.readouterr()
+    assert main(["history", "show", "--store", str(where), "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and [r["run_id"] for r in json.loads(out.out)] == \
+        [g.run_id for g in good]
+
+
+def test_a_legacy_store_opens_and_gets_its_marker(tmp_path):
+    """A store made before the marker (chdb's layout with benchflow's table) is read as
+    it is, and is marked at its next write."""
+    from workflow.history import layout
+
+    where = tmp_path / "history"
+    with open_store(where, write=True, create=True) as st:
+        ingest.ingest(st, [make_run(report("report_iree.json"), 1_700_000_000)], META, env={})
+    (where / layout.MARKER).unlink()
+    with open_store(where) as st:  # to read
+        assert count(st) == 84
+    assert not (where / layout.MARKER).exists()
+    with open_store(where, write=True):
+        pass
+    assert json.loads((where / layout.MARKER).read_text())["rows"] == 84

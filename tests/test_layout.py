@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parent.parent / "workflow"
 # higher one or a peer on its own level.
 LAYERS = [
     ("cli",),
+    ("bisect",),
     ("stages",),
     ("history",),
     ("regression",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -43,6 +44,44 @@ CASES = [
      "peak.json: gflops: 0; expected the measured peak in GFLOP/s"),
     ("history-no-server", "`history show --url` naming a port where no server listens",
      "u:***@127.0.0.1:1/benchmark: history.url: cannot reach the ClickHouse server"),
+    # Issue 37, family 1: the store itself. Each is refused and left as it was.
+    ("history-not-a-store", "`history ingest --store` naming a directory of other files",
+     "not a benchflow history store (it holds 'notes.txt', which a store does not)"),
+    ("history-empty-dir", "`history show --store` naming an empty directory",
+     "no history store there; expected the directory"),
+    ("history-no-table-sql", "a store whose table metadata file is missing",
+     "damaged: the table's metadata file metadata/benchmark/oss_ci_benchmark_v3.sql is "
+     "missing"),
+    ("history-part-cut-short", "`history ingest` into a store whose data part was cut short",
+     "damaged: a part is cut short or corrupt"),
+    ("history-part-gone", "`history detect` on a store whose data part was deleted",
+     "damaged: it holds 0 rows, 84 when benchflow last wrote it"),
+    ("history-bad-marker", "a store whose benchflow-store.json is not JSON",
+     "damaged: benchflow-store.json is unreadable"),
+    ("history-remove-unknown", "`history remove` of a run id the store does not hold",
+     "run 'nope': not in the history; expected a run id"),
+    # Issue 37, family 2: values the v3 table cannot hold, refused before any write.
+    ("history-ms-timestamp", "`--timestamp 1764000000123` (milliseconds) for a torchao CSV",
+     "--timestamp: 1764000000123 looks like milliseconds since 1970"),
+    ("history-v3-ms-row", "a v3 row whose timestamp is in milliseconds",
+     "records[0].timestamp: 1764000000123 looks like milliseconds since 1970"),
+    ("history-v3-before-1970", "a v3 row dated 1969-07-20",
+     "records[0].timestamp: -14182980 is before 1970"),
+    ("history-v3-future", "a v3 row dated 2100-01-01", "4102444800 is in the future"),
+    ("history-v3-inf-time", "a v3 row whose timestamp is 1e400 (infinite)",
+     "records[0].timestamp: inf is not a finite number"),
+    ("history-v3-wide-int", "a v3 runner whose cpu_count is 2**70",
+     "runners[0].cpu_count: 1180591620717411303424 is outside the column's range"),
+    ("history-v3-wide-workflow", "a v3 row whose workflow_id is 2**70",
+     "workflow_id: 1180591620717411303424 is beyond its column"),
+    ("history-v3-float32", "a v3 value of 1e308 (beyond Float32)",
+     "benchmark_values[0]: 1e+308 is beyond the Float32 column"),
+    ("history-v3-negative", "a v3 latency of -1 ms",
+     "benchmark_values[0]: -1.0 is negative, which a quantity in ms cannot be"),
+    ("history-csv-negative", "a torchao CSV line with a negative time",
+     "line 2: model_inference_time_in_ms: '-2.0' is negative"),
+    ("history-forge-future", "a Forge entry dated 2099-01-01",
+     "entries[0].date: 4070908800 is in the future"),
 ]
 
 
@@ -85,6 +124,49 @@ def _copy_csv(tmp: Path) -> Path:
     return Path(shutil.copy(UP / "torchao" / "results.csv", tmp / "results.csv"))
 
 
+def _v3(name: str, **changes):
+    row = {"timestamp": 1_700_000_000, "benchmark": {"name": "b", "mode": "inference"},
+           "model": {"name": "m"}, "runners": [{"name": "cpu", "cpu_count": 4}],
+           "metric": {"name": "latency median (ms)", "benchmark_values": [1.0]}}
+    for key, value in changes.items():
+        where, _, leaf = key.rpartition("__")
+        target = row
+        for part in where.split("__") if where else []:
+            target = target[part] if not part.isdigit() else target[int(part)]
+        target[leaf] = value
+    text = json.dumps([row]).replace('"__inf__"', "1e400")
+    return _ingest(_write(name, text.encode()))
+
+
+def _store(tmp: Path, damage=None) -> Path:
+    """A store holding one run (report_iree.json), `damage` done to it afterwards."""
+    store = Path(_store_with_one_run(tmp))
+    if damage is not None:
+        damage(store)
+    return store
+
+
+def _part(store: Path) -> Path:
+    (part,) = store.glob("store/*/*/all_*")
+    return part
+
+
+def _on_store(verb: str, damage=None, code: int = 1, *extra: str):
+    return lambda tmp: (code, [verb, *extra, "--store", str(_store(tmp, damage))]
+                        + ([str(DATA / "report_iree.json")] if verb == "ingest" else []))
+
+
+def _other_files(tmp: Path) -> tuple[int, list[str]]:
+    (tmp / "other").mkdir()
+    (tmp / "other" / "notes.txt").write_text("mine\n")
+    return 1, ["ingest", str(DATA / "report_iree.json"), "--store", str(tmp / "other")]
+
+
+def _empty_dir(tmp: Path) -> tuple[int, list[str]]:
+    (tmp / "empty").mkdir()
+    return 1, ["show", "--store", str(tmp / "empty")]
+
+
 MAKE = {
     "history-garbage": _ingest(_write("bad.json", b"\x00\x01garbage")),
     "history-truncated-json": _ingest(_write("report.json", b'{"schema_version": "1.2",')),
@@ -103,7 +185,40 @@ MAKE = {
     # Port 1: nothing listens there; the password must not appear in the message.
     "history-no-server": lambda tmp: (1, ["show", "--url",
                                           "http://u:secretpw@127.0.0.1:1/benchmark"]),
+    "history-not-a-store": _other_files,
+    "history-empty-dir": _empty_dir,
+    "history-no-table-sql": _on_store("show", lambda s: next(
+        s.glob("store/*/*/oss_ci_benchmark_v3.sql")).unlink()),
+    "history-part-cut-short": _on_store("ingest", lambda s: os.truncate(
+        _part(s) / "data.bin", 50)),
+    "history-part-gone": _on_store("detect", lambda s: shutil.rmtree(_part(s)), 2),
+    "history-bad-marker": _on_store("show", lambda s: (s / "benchflow-store.json")
+                                    .write_text("{oops")),
+    "history-remove-unknown": _on_store("remove", None, 1, "nope"),
+    "history-ms-timestamp": lambda tmp: (1, ["ingest", str(_copy_csv(tmp)), "--timestamp",
+                                             "1764000000123", "--store", str(tmp / "store")]),
+    "history-v3-ms-row": _v3("v3.json", timestamp=1_764_000_000_123),
+    "history-v3-before-1970": _v3("v3.json", timestamp="1969-07-20T20:17:00"),
+    "history-v3-future": _v3("v3.json", timestamp="2100-01-01T00:00:00Z"),
+    "history-v3-inf-time": _v3("v3.json", timestamp="__inf__"),
+    "history-v3-wide-int": _v3("v3.json", runners__0__cpu_count=2**70),
+    "history-v3-wide-workflow": _v3("v3.json", workflow_id=2**70),
+    "history-v3-float32": _v3("v3.json", metric__benchmark_values=[1e308]),
+    "history-v3-negative": _v3("v3.json", metric__benchmark_values=[-1.0]),
+    "history-csv-negative": _ingest(_write("neg.csv", (
+        b"name,quantization,m,k,n,device,model_inference_time_in_ms,timestamp\n"
+        b"x,baseline,1,1,1,cpu,-2.0,2025-01-01T00:00:00\n"))),
+    "history-forge-future": _ingest(_write("forge.json", json.dumps([{
+        "total_time": 1.0, "total_samples": 8, "samples_per_sec": 8.0,
+        "args": {"model": "m", "microbatch": 1}, "arch": "wormhole",
+        "machine_name": "h", "hash": "a" * 40, "date": "2099-01-01"}]).encode())),
 }
+
+
+def _tree(tmp: Path) -> dict[str, int]:
+    """Every file under tmp and its size, the lock's left out (a reader takes it)."""
+    return {str(p.relative_to(tmp)): p.stat().st_size for p in tmp.rglob("*")
+            if p.is_file() and p.name != "benchflow.lock"}
 
 
 def test_every_case_has_its_maker():
@@ -115,10 +230,12 @@ def test_every_case_has_its_maker():
                          ids=[c[0] for c in CASES])
 def test_refused_in_one_line(tmp_path, capsys, case_id, description, expected):
     code, argv = MAKE[case_id](tmp_path)
+    before, existed = _tree(tmp_path), (tmp_path / "store").exists()
     capsys.readouterr()
     assert main(["history", *argv]) == code, description
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err, err
     assert expected in err and "secretpw" not in err, err
-    if argv[0] == "ingest":  # every file is read before any store is made
+    assert _tree(tmp_path) == before  # nothing the user had changed, a store included
+    if argv[0] == "ingest" and not existed:  # every file is read before a store is made
         assert not (tmp_path / "store").exists()

@@ -382,8 +382,15 @@ def test_the_json_events_keep_the_text_and_stay_valid_json(tmp_path, capsys):
 # closes after the first line: the events after it meet EPIPE.
 FEED_AFTER_CLOSE = """
 import sys
-from tests.test_progress import handler, record, LogEvent
-h = handler(sys.argv[1])
+from snakemake.logging import DefaultFormatter
+from snakemake_interface_logger_plugins.tests import MockOutputSettings
+import snakemake_logger_plugin_benchflow as plugin
+from tests.test_progress import record, LogEvent
+settings = MockOutputSettings()
+settings.stdout = True  # text mode: Snakemake's --stdout, our lines on stdout
+h = plugin.LogHandler(common_settings=settings,
+                      settings=plugin.LogHandlerSettings(format=sys.argv[1]))
+h.setFormatter(DefaultFormatter(quiet=None, show_failed_logs=True))
 h.emit(record(LogEvent.PROGRESS, None, done=0, total=50))
 sys.stdout.flush()
 sys.stdin.readline()  # the reader has closed its end
@@ -407,5 +414,39 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(mode):
     first = proc.stdout.readline()
     proc.stdout.close()
     _, err = proc.communicate("go\n", timeout=60)
-    assert json.loads(first)["event"] == "eta" if mode == "json" else first == ""
+    assert (json.loads(first)["event"] == "eta" if mode == "json"
+            else first.startswith("ETA: unknown yet (0 of 50 jobs done")), first
     assert proc.returncode == 0 and err == "ended\n", err
+
+
+TINY_SNAKEFILE = """
+rule all:
+    input: expand("out/{i}.txt", i=range(4))
+
+rule one:
+    output: "out/{i}.txt"
+    shell: "sleep 0.3; touch {output}"
+"""
+
+
+@pytest.mark.e2e
+def test_snakemake_json_progress_through_head_ends_quietly(tmp_path):
+    """`snakemake ... --logger-benchflow-format json | head -1`: the first event, then no
+    traceback when the next ones meet the closed pipe; the run goes on to its end."""
+    import shlex
+    import subprocess
+    import sys
+
+    (tmp_path / "Snakefile").write_text(TINY_SNAKEFILE)
+    cmd = " ".join(shlex.quote(a) for a in [
+        sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"), "--directory",
+        str(tmp_path), "--cores", "1", "--logger", "benchflow", "--logger-benchflow-format",
+        "json"])
+    proc = subprocess.run(["bash", "-c", f"{cmd} 2>{tmp_path}/err | head -1; "
+                                         'echo "rc=${PIPESTATUS[0]}"'],
+                          capture_output=True, text=True, timeout=300)
+    first, status = proc.stdout.splitlines()
+    err = (tmp_path / "err").read_text()
+    assert json.loads(first)["event"] == "eta" and status == "rc=0", (proc.stdout, err)
+    assert "Traceback" not in err and "Logging error" not in err and "Broken" not in err, err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"{i}.txt" for i in range(4)]

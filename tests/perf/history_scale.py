@@ -98,7 +98,7 @@ def ingest_seconds(workdir: Path, n_cases: int = 10_000) -> dict:
     path.write_text(json.dumps(make_report(n_cases, seed=1)))
     fresh = workdir / "ingest_store"
     shutil.rmtree(fresh, ignore_errors=True)  # a rerun must ingest, not find it held
-    with open_store(fresh) as store:
+    with open_store(fresh, write=True, create=True) as store:
         start = time.perf_counter()
         runs = report_runs(path)
         read_s = time.perf_counter() - start
@@ -230,7 +230,7 @@ def year_store(work: Path, n_cases: int, n_runs: int) -> tuple[Path, list[str]]:
     """The year's store under `work`, built once per directory (the figures only read
     it); its case ids."""
     year = work / f"year_store_{n_cases}x{n_runs}"
-    with open_store(year) as store:
+    with open_store(year, write=True, create=True) as store:
         settle(store)
         case_ids = held_cases(store)
         if not case_ids:

@@ -8,6 +8,8 @@ never benchflow's crash. The only module of benchflow that starts a process."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import faulthandler
 import os
 import re
@@ -18,13 +20,19 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
 from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
 
 ERROR_LINES = 12
+# How long the output of a killed tool's group is waited for: its pipes close as its
+# members die, unless one left the group (setsid) and still holds them.
+KILL_GRACE_S = 5
+# A worker's write refused by the machine (a full disk or quota, a read-only file system,
+# RLIMIT_FSIZE): the case fails with that one line; no traceback, as no code is at fault.
+MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 # The marker line under a quoted source line (MLIR, LLVM, clang): `   ^`, `^~~~`.
 CARET_RE = re.compile(r"^\s*\^[\s^~]*$")
 
@@ -81,10 +89,7 @@ def run_tool(
     """Runs argv; returns the completed process or raises StageError (non-zero exit or timeout)."""
     start = time.monotonic()
     try:
-        proc = subprocess.run(
-            [str(a) for a in argv], capture_output=True, text=True, errors="replace",
-            timeout=timeout, env={**os.environ, **(env or {})},
-        )
+        proc = run_group(argv, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         _log(log, argv, exc.stdout, exc.stderr, f"timeout after {timeout:g} s")
         raise StageError(stage, f"timeout after {timeout:g} s: {Path(argv[0]).name}") from None
@@ -99,6 +104,45 @@ def run_tool(
         detail = first_lines(diagnostic_lines(proc.stderr or proc.stdout))
         raise StageError(stage, f"{Path(argv[0]).name} {exit_reason(proc.returncode)}:\n{detail}")
     return proc
+
+
+def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
+              ) -> subprocess.CompletedProcess:
+    """Runs argv in a process group of its own (a new session) to its end, its output
+    captured and decoded with replacement; past `timeout` the whole group is killed and
+    subprocess.TimeoutExpired raised with what it wrote. The group, not the process:
+    a profiler or a compiler driver that forks the real tool leaves the tool running
+    when only its parent is killed, and the tool, holding the output pipes, would keep
+    us waiting for their end (subprocess.run waits for them after its kill). Any other
+    way out (Ctrl-C in the job, a bug) kills the group too: a tool in its own session
+    gets no signal from the terminal."""
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            try:
+                stdout, stderr = proc.communicate(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:  # a member that left the group holds a pipe
+                stdout = stderr = ""
+            raise subprocess.TimeoutExpired(proc.args, timeout, stdout, stderr) from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the process group `proc` leads (its id is the group's); the group may
+    be gone already (every member ended), which is what was wanted."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=None):
@@ -138,9 +182,7 @@ def capture(argv: list[str], *, timeout: float, env: dict | None = None,
     here, what does that interpreter import?). Raises Timeout past `timeout`, OSError
     when argv cannot start."""
     try:
-        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                              errors="replace", timeout=timeout,
-                              env={**os.environ, **(env or {})})
+        return run_group(argv, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise Timeout(f"{Path(argv[0]).name} did not end within {timeout:g} s") from None
 
@@ -265,7 +307,8 @@ def worker_main(main: Callable[[list[str]], None]) -> None:
     as the stage's failure), benchflow's own bug exits OWN_BUG_EXIT (run_python raises
     OwnBug and the Snakemake job fails). A file the worker could not write (a full or
     read-only file system: WriteError) is the machine's failure, not a bug: exit 1, its
-    one line `could not write PATH: REASON` first."""
+    one line `could not write PATH: REASON` and nothing else: a traceback would only say
+    where the disk ran out, which is nobody's bug (MACHINE_ERRNOS)."""
     from workflow.records.storage import WriteError
 
     # A crash in torch or IREE's native code leaves its Python stack in the log.
@@ -277,9 +320,45 @@ def worker_main(main: Callable[[list[str]], None]) -> None:
         # The exception first: the recorded error keeps the first lines, and a deep
         # model call must not push the line that says what went wrong out of them.
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exc()
-        own = raised_in_own_code(exc) and not isinstance(exc, WriteError)
+        machine = isinstance(exc, WriteError) or (isinstance(exc, OSError)
+                                                  and exc.errno in MACHINE_ERRNOS)
+        if not machine:
+            traceback.print_exc()
+        own = raised_in_own_code(exc) and not machine
         sys.exit(OWN_BUG_EXIT if own else 1)
+
+
+# Beside a worker's file (its result, its plan): written by the worker when benchflow's
+# own code failed in it, just before it exits OWN_BUG_EXIT. A user's model runs in the
+# worker and may end it with any status, OWN_BUG_EXIT included (os._exit(70) or
+# sys.exit(70) in its forward): only this file, which a model's exit never writes, makes
+# the parent take the exit for our bug (OwnBug) rather than the case's failure.
+OWN_BUG_SUFFIX = ".own-bug"
+
+
+def own_bug_marker(path: str | Path) -> Path:
+    """The own-bug marker of the worker whose file is `path`."""
+    return Path(f"{path}{OWN_BUG_SUFFIX}")
+
+
+@contextlib.contextmanager
+def marking_own_bug(path: str | Path) -> Iterator[None]:
+    """Around a worker's body: an exit with OWN_BUG_EXIT raised by benchflow's own code
+    (worker_main's, a worker's own) writes `path`'s own-bug marker on its way out. A
+    model's sys.exit(OWN_BUG_EXIT) is raised in the model's frame and writes none, and
+    an os._exit passes no Python code at all."""
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code == OWN_BUG_EXIT and raised_in_own_code(exc):
+            own_bug_marker(path).touch()
+        raise
+
+
+def ended_by_own_bug(code: int, path: str | Path) -> bool:
+    """Whether a worker that ended with `code` ended for benchflow's own bug: its exit
+    status and its marker beside `path` (marking_own_bug), never the status alone."""
+    return code == OWN_BUG_EXIT and own_bug_marker(path).exists()
 
 
 def _log(log, argv, stdout, stderr, status: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, add_allow_inconclusive, gate_command
 from workflow.render import ab as ab_render
+from workflow.render.text import printable
 from workflow.stages.gates import ab_gate
 from workflow.stats.enums import ABVerdict
 
@@ -56,10 +57,12 @@ def run(args: argparse.Namespace) -> int:
     the gate's lines."""
     gated = ab_gate(args.configfile, cores=args.cores, directory=args.directory,
                     extra=args.snakemake_args, allow_inconclusive=args.allow_inconclusive)
+    # A row's text (a tool's error, a SKU's name) is shown with its control characters
+    # escaped: ab.json is a file, and what it holds is not trusted to be harmless.
     for row in gated.rows:
-        print(line(row))
+        print(printable(line(row)))
         for text in ab_render.why_lines(row):
-            print(f"  {text}")
+            print(printable(f"  {text}"))
     for text in gated.lines:
-        print(text)
+        print(printable(text))
     return EXIT_CODES[gated.outcome]

@@ -27,5 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(compare.to_json(result), indent=1))
     else:
-        print(compare.to_markdown(result))
+        from workflow.render.text import printable
+
+        # Error messages and dispatch names are a tool's text: shown, never obeyed by the
+        # terminal (JSON escapes control characters itself).
+        print(printable(compare.to_markdown(result)))
     return 0

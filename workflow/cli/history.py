@@ -1,11 +1,15 @@
-"""`benchflow history`: every run remembered (README, "History").
+"""`benchflow history`: every run remembered (docs/history.md).
 
   ingest FILE...   benchflow reports (any schema version), benchflow/Forge results files,
                    torchao CSVs, v3 JSON/JSONL as the OSS uploader takes them; idempotent
   show [CASE|GLOB] a series with its runs' commits and versions (no argument: the runs)
   detect [GLOB]    change points per series; exits as the gates do (0 passed, 1 a
                    regression, 2 bad input, 3 nothing could be judged)
-  html [-o FILE]   the page of every series, change points marked"""
+  html [-o FILE]   the page of every series, change points marked
+  remove RUN_ID    a run's rows out of the store (the way out of a bad run already held)
+
+Reading a store never writes to it (it is read from a snapshot); only ingest creates
+one, and only in an empty or new directory; a damaged store is refused, left as it was."""
 
 from __future__ import annotations
 
@@ -61,6 +65,11 @@ def add_parser(sub) -> None:
     _store_options(page)
     page.set_defaults(func=run_html)
 
+    rm = verbs.add_parser("remove", help="remove one run's rows (`history show` lists runs)")
+    rm.add_argument("run_id", metavar="RUN_ID")
+    _store_options(rm)
+    rm.set_defaults(func=run_remove)
+
 
 def _store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfile", type=Path,
@@ -71,13 +80,36 @@ def _store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", help="a ClickHouse server instead (http[s]://user:pass@host:port/db)")
 
 
-def _open(args, create: bool = False):
+def _open(args, create: bool = False, write: bool = False):
+    """(stages.history, the suite's history settings, the store, where it is). An
+    embedded store opened to read is read from a snapshot (history/layout.py); ingest
+    (`create`) may make one; remove writes one that exists."""
     from workflow.stages import history
 
     config = history.history_config(args.configfile)
     where = history.where(config, store=args.store, url=args.url)
-    st = history.store_of(config, store=args.store, url=args.url, create=create)
+    st = history.store_of(config, store=args.store, url=args.url, create=create, write=write)
+    if not create:
+        _warn_unusable(st, where)
     return history, config, st, where
+
+
+def _warn_unusable(st, where: str) -> None:
+    """One line a run no series can use (history/query.unusable), on stderr: the
+    command goes on without it."""
+    import sys
+
+    from workflow.history import query
+    from workflow.render.text import printable
+
+    try:
+        bad = query.unusable(st)
+    except BaseException:
+        st.close()
+        raise
+    for run_id, why in bad.items():
+        print(f"{where}: run {printable(run_id)}: {why}; left out: remove it with "
+              f"`benchflow history remove {printable(run_id)}`", file=sys.stderr)
 
 
 def run_ingest(args: argparse.Namespace) -> int:
@@ -97,6 +129,23 @@ def run_ingest(args: argparse.Namespace) -> int:
     for run_id in done["already"]:
         print(f"already in the history: run {run_id} (nothing added)")
     print(f"{len(done['ingested'])} run(s) ingested, {done['rows']} row(s), into {where}")
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    from workflow.errors import ConfigError
+    from workflow.history import sql
+
+    _, _, st, where = _open(args, write=True)
+    try:
+        held = st.rows(sql.run_rows(args.run_id))[0]["n"]
+        if not held:
+            raise ConfigError([f"{where}: run {args.run_id!r}: not in the history; expected "
+                               "a run id that `benchflow history show` lists"])
+        st.execute(sql.delete_run(args.run_id))
+    finally:
+        st.close()
+    print(f"removed run {args.run_id} ({held} row(s)) from {where}")
     return 0
 
 
@@ -122,6 +171,26 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# The suite in detect's bisect hints (history/detect.bisect_command): a placeholder there.
+SUITE_HINT = "--configfile SUITE"
+
+
+def _suite_in_hints(result: dict, lines: list[str], configfile: Path | None) -> list[str]:
+    """The hints with this detection's --configfile in place of SUITE; without one, the
+    text says what SUITE stands for (the JSON keeps the placeholder)."""
+    import shlex
+
+    if configfile is None:
+        said = (f"{SUITE_HINT}  (SUITE: the suite file that measured the case; "
+                "`history detect --configfile SUITE` writes it in)")
+        return [line.replace(SUITE_HINT, said) for line in lines]
+    suite = f"--configfile {shlex.quote(str(configfile))}"
+    for cp in result.get("change_points", []):
+        if cp.get("bisect"):
+            cp["bisect"] = cp["bisect"].replace(SUITE_HINT, suite)
+    return [line.replace(SUITE_HINT, suite) for line in lines]
+
+
 def run_detect(args: argparse.Namespace) -> int:
     history, config, st, _ = _open(args)
     try:
@@ -129,6 +198,7 @@ def run_detect(args: argparse.Namespace) -> int:
                                                 metric=args.metric, since=args.since)
     finally:
         st.close()
+    lines = _suite_in_hints(result, lines, args.configfile)
     if args.format == "json":
         print(json.dumps({"outcome": outcome, **result}, indent=1))
     else:

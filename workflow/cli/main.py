@@ -9,6 +9,7 @@ import sys
 from workflow.cli import (
     ab,
     benchmarks,
+    bisect,
     bless,
     check,
     compare,
@@ -19,10 +20,12 @@ from workflow.cli import (
 )
 from workflow.cli import list as list_cmd
 from workflow.errors import ConfigError
+from workflow.render.text import printable
 
 # The subcommands, in the order `benchflow --help` lists them. Each module's
 # add_parser(sub) adds its parser and sets `func` to the module's run(args) -> int.
-COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks, history)
+COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchmarks, history,
+            bisect)
 # The exit status when whoever reads our output closed the pipe (`benchflow list | head
 # -1`): 128 + SIGPIPE, what a shell reports for cat, grep or yes cut off the same way, so
 # `set -o pipefail` scripts see benchflow as any other tool. Not 1: for `check` and `ab`
@@ -47,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             code = args.func(args)
         except ConfigError as exc:
+            # A problem quotes the user's text (a path, a key, a value): its control
+            # characters are shown, not obeyed by the terminal, whichever command it was.
             for problem in exc.problems:
-                print(problem, file=sys.stderr)
+                print(printable(problem), file=sys.stderr)
             code = 1
         # Flushed here, not at exit, so that a closed pipe is caught below: output to a
         # pipe is block-buffered, and most of it is still in the buffer when run() returns.

@@ -126,6 +126,15 @@ def run(args: argparse.Namespace) -> int:
         return list_cmd.run(argparse.Namespace(configfile=args.configfile, cases=False))
     if not args.model:
         raise ConfigError([f"{SOURCE}: -m MODEL is required (`benchflow list` prints them)"])
+    if args.output:
+        from workflow.records.results_file import output_problem
+
+        # Before minutes of measuring: a report, a broken file or a read-only folder at -o
+        # would otherwise be found only when the record is appended.
+        problem = output_problem(args.output)
+        if problem:
+            print(f"benchflow run: {problem}", file=sys.stderr)
+            return 1
     outcome = run_one(args)
     if outcome.record is not None:
         print(summary_line(outcome.record))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from workflow.render.text import printable
 from workflow.stages.validate import KINDS, check_file
 
 
@@ -24,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
         checked = check_file(f)
         problems += checked.problems
         if not checked.problems:
-            print(f"{f}: {KINDS[checked.kind]}; valid")
+            print(f"{printable(f)}: {KINDS[checked.kind]}; valid")
     for p in problems:
-        print(p, file=sys.stderr)
+        # A problem quotes the user's text (a model file's exception, a file name): its
+        # control characters are shown, not obeyed by the terminal.
+        print(printable(p), file=sys.stderr)
     if not problems:
         print(f"ok: {len(args.files)} file(s) valid")
     return 1 if problems else 0

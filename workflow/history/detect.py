@@ -69,7 +69,31 @@ def _series_change_points(s: dict, settings: Settings) -> list[dict]:
                    "timestamp": at["timestamp"], "head_sha": at.get("head_sha") or "",
                    "previous_run_id": prev["run_id"],
                    "previous_sha": prev.get("head_sha") or ""})
+        cp["bisect"] = bisect_command(s["case_id"], prev, at)
     return cps
+
+
+# The packages `benchflow bisect --package` walks, by the name a run's versions give them
+# (query.versions: the report's provenance versions).
+BISECT_PACKAGES = {"iree": "iree-base-compiler", "iree-base-compiler": "iree-base-compiler",
+                   "iree-base-runtime": "iree-base-runtime"}
+
+
+def bisect_command(case_id: str, before: dict, at: dict) -> str | None:
+    """The `benchflow bisect` command that would find the cause of a change between two
+    runs: over commits when both runs name theirs and they differ, else over the
+    releases of an IREE package whose version differs; None when neither tells (the
+    suite is the one the runs measured: SUITE stands for it)."""
+    a, b = (before.get("head_sha") or "").removesuffix("-dirty"), \
+        (at.get("head_sha") or "").removesuffix("-dirty")
+    if a and b and a != b:
+        return f"benchflow bisect {case_id} --good {a} --bad {b} --configfile SUITE"
+    va, vb = before.get("versions") or {}, at.get("versions") or {}
+    for name, package in BISECT_PACKAGES.items():
+        if va.get(name) and vb.get(name) and va[name] != vb[name]:
+            return (f"benchflow bisect {case_id} --package {package} --good {va[name]} "
+                    f"--bad {vb[name]} --configfile SUITE")
+    return None
 
 
 def outcome(result: dict, since: str | None = None) -> tuple[str, list[str]]:
@@ -80,7 +104,11 @@ def outcome(result: dict, since: str | None = None) -> tuple[str, list[str]]:
     since_ts = None if since is None else _since_timestamp(result["runs"], since)
     cps = [cp for cp in result["change_points"]
            if since_ts is None or cp["timestamp"] >= since_ts]
-    lines = [change_point_line(cp) for cp in cps]
+    lines = []
+    for cp in cps:
+        lines.append(change_point_line(cp))
+        if cp.get("bisect"):
+            lines.append(f"  to find its cause: {cp['bisect']}")
     lines += [f"NOT JUDGED {e['case_id']} {e['metric']}: {e['reason']}"
               for e in result["series"] if not e["judged"]]
     judged = sum(e["judged"] for e in result["series"])

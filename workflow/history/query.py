@@ -5,10 +5,12 @@ without a pattern."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from datetime import UTC, datetime
 
 from workflow.history import sql
+from workflow.history.importers import values as limits
 
 # Which way is better, by unit: time, counts and sizes go down; rates, ratios and
 # accuracy go up. A unit not named here (a v3 file's own) is judged by its metric name.
@@ -46,14 +48,21 @@ def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
     merged: dict[str, list] = {}
     stamps: dict[str, int] = {}
     unclean: set[str] = set()
+    skip: set[str] = set()
     for run_id, stamp, values, bad in zip(row["run_ids"], row["timestamps"], row["values"],
                                           row["unclean"], strict=True):
+        # A run stored before the importers checked values (a millisecond timestamp, a
+        # value the Float32 column made infinite: JSON null) is left out of the series;
+        # the commands name it once (unusable()).
+        if run_id not in facts or not all(_finite(v) for v in values):
+            skip.add(run_id)
+            continue
         merged.setdefault(run_id, []).extend(map(float, values))
         stamps[run_id] = int(stamp)
         if bad:
             unclean.add(run_id)
     out = []
-    for run_id in sorted(merged, key=lambda r: (stamps[r], r)):
+    for run_id in sorted(set(merged) - skip, key=lambda r: (stamps[r], r)):
         run, values, stamp = facts[run_id], merged[run_id], stamps[run_id]
         # A run's rows share its timestamp: its time is formatted once, in runs().
         out.append({"run_id": run_id, "timestamp": stamp,
@@ -66,6 +75,24 @@ def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
                     # shown, never used to locate a change (history/detect.py).
                     "clean": run_id not in unclean,
                     "value": statistics.median(values) if values else float("nan")})
+    return out
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def unusable(store) -> dict[str, str]:
+    """{run id: why} of the runs whose rows no series can use (sql.unusable_runs): a
+    store written before the importers checked each value may hold them; they are left
+    out of every series and list, and `benchflow history remove` removes them."""
+    latest = limits.now() + limits.FUTURE_TOLERANCE_S
+    out = {}
+    for row in store.rows(sql.unusable_runs(latest)):
+        stamp = int(row["latest"])
+        why = limits.time_problem(stamp) if stamp > latest else None
+        out[row["run_id"]] = f"its timestamp {why}" if why else \
+            f"{row['nonfinite']} row(s) hold values that are not finite numbers"
     return out
 
 
@@ -89,6 +116,8 @@ def runs(store) -> list[dict]:
     out = []
     for row in store.rows(sql.runs()):
         stamp = int(row["timestamp"])
+        if limits.time_problem(stamp):  # named by unusable(); no time to show
+            continue
         host = row.pop("hostname") or row["runner_type"]
         row.pop("runner_type")
         deps = row.pop("dependencies")

@@ -22,6 +22,8 @@ from workflow.errors import ConfigError
 
 KEYS = ("repo", "head_branch", "head_sha", "workflow_id", "run_attempt", "job_id", "name")
 INT_KEYS = ("workflow_id", "run_attempt", "job_id")
+# The v3 columns' widths: workflow_id and job_id UInt64, run_attempt UInt32.
+INT_MAX = {"workflow_id": 2**64 - 1, "run_attempt": 2**32 - 1, "job_id": 2**64 - 1}
 DEFAULTS = {"repo": "", "head_branch": "", "head_sha": "", "workflow_id": 0,
             "run_attempt": 1, "job_id": 0, "name": "benchflow"}
 # Which keys git can answer; the CI ids it cannot.
@@ -90,6 +92,10 @@ def _merge(layers: list[Mapping]) -> dict:
         if key in INT_KEYS and not str(value).strip().isdigit():
             raise ConfigError([f"run metadata: {key}: {value!r} is not a whole number; "
                                "expected the CI's numeric id"])
+        if key in INT_KEYS and int(value) > INT_MAX[key]:
+            # The UInt column would wrap it (2**70 is stored as 0).
+            raise ConfigError([f"run metadata: {key}: {int(value)} is beyond its column "
+                               f"(at most {INT_MAX[key]}); expected the CI's numeric id"])
         out[key] = int(value) if key in INT_KEYS else str(value)
     return out
 
@@ -121,4 +127,7 @@ def fill_meta(run, *, env: Mapping[str, str], overrides: Mapping | None = None,
     when the file and the CI leave a key git answers unknown."""
     facts = (lambda: dict(_head_facts(str(Path(suite_dir).resolve())))) \
         if suite_dir is not None else None
-    run.meta = run_meta(env, run.meta, overrides, facts)
+    try:
+        run.meta = run_meta(env, run.meta, overrides, facts)
+    except ConfigError as exc:  # which file's run it was: the message names it
+        raise ConfigError([f"{run.path}: {line}" for line in exc.problems]) from None

@@ -237,3 +237,25 @@ def runs() -> str:
     dependencies (of one of its rows: a run's are one report's)."""
     return (f"SELECT {_RUN_COLUMNS} FROM {TABLE} GROUP BY run_id ORDER BY timestamp, run_id "
             "SETTINGS optimize_functions_to_subcolumns = 0 FORMAT JSONEachRow")
+
+
+def unusable_runs(latest: int) -> str:
+    """Runs holding a row no series can use, from before these checks existed: a
+    timestamp that is no time in seconds (a millisecond epoch; a negative time wrapped
+    by the UInt64 column) or a value the Float32 column made infinite or NaN."""
+    return (f"SELECT {RUN_ID} AS run_id, max(timestamp) AS latest, "
+            "countIf(NOT arrayAll(v -> isFinite(v), metric.benchmark_values)) AS nonfinite "
+            f"FROM {TABLE} GROUP BY run_id HAVING latest > {int(latest)} OR nonfinite > 0 "
+            "ORDER BY run_id SETTINGS optimize_functions_to_subcolumns = 0 "
+            "FORMAT JSONEachRow")
+
+
+def run_rows(run_id: str) -> str:
+    return (f"SELECT count() AS n FROM {TABLE} WHERE {RUN_ID} = {quote(run_id)} "
+            "FORMAT JSONEachRow")
+
+
+def delete_run(run_id: str) -> str:
+    """A run's rows removed, the projections with them, done when the statement returns."""
+    return (f"ALTER TABLE {TABLE} DELETE WHERE {RUN_ID} = {quote(run_id)} "
+            "SETTINGS mutations_sync = 2")

@@ -7,12 +7,15 @@ the same process is refused by chdb itself, so the open store is shared (referen
 counted) and a second directory while one is open is an error naming both. Between
 processes chdb locks `<dir>/status` and a second process fails at once ("Another server
 instance in same directory is already running"); benchflow's own lock
-(`<dir>/benchflow.lock`) makes a second benchflow process wait its turn instead."""
+(`<dir>/benchflow.lock`) makes a second benchflow process wait its turn instead. What a
+store directory is, and how a damaged one is told, is history/layout.py's."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,18 +24,21 @@ from urllib.parse import urlsplit
 from filelock import FileLock, Timeout
 
 from workflow.errors import ConfigError
-from workflow.history import sql
+from workflow.history import layout, sql
 
 LOCK_TIMEOUT_S = 120
-LOCK_NAME = "benchflow.lock"
+LOCK_NAME = layout.LOCK_NAME
 
 
 @dataclass
 class _Embedded:
-    path: Path
+    path: Path         # the store
     session: object
-    lock: FileLock
+    lock: FileLock | None
+    dir: Path          # where the session runs: the store, or a snapshot of it (reads)
+    write: bool = False
     users: int = 0
+    created: list[str] = field(default_factory=list)  # the statements that made the table
 
 
 _OPEN: dict[str, _Embedded] = {}
@@ -117,13 +123,18 @@ def grouped_lines(rows: list[dict]) -> list[tuple[list[str], bytes]]:
     return out
 
 
-def open_store(path: Path | str | None = None, url: str | None = None) -> Store:
-    """The store at `path` (an embedded database directory, created) or `url` (a
-    ClickHouse server, `http[s]://user:pass@host:port/database`); exactly one. The
-    table exists when this returns."""
+def open_store(path: Path | str | None = None, url: str | None = None, *,
+               write: bool = False, create: bool = False) -> Store:
+    """The store at `path` (an embedded database directory) or `url` (a ClickHouse
+    server, `http[s]://user:pass@host:port/database`); exactly one. The table exists
+    when this returns. An embedded store is judged before chdb opens it (history/
+    layout.py): one read (`write=False`) runs on a snapshot and needs no write access;
+    only `create` makes a new store, and only in an empty or absent directory."""
     if (path is None) == (url is None):
         raise AssertionError("open_store: exactly one of path and url")
-    store = _open_embedded(Path(path)) if path is not None else _open_server(url)
+    if path is not None:
+        return _open_embedded(Path(path), write=write, create=create)
+    store = _open_server(url)
     try:
         _create(store)
     except BaseException:
@@ -139,62 +150,169 @@ def _create(store: Store) -> None:
         store.execute(statement)
 
 
-def _open_embedded(path: Path) -> Store:
+def _open_embedded(path: Path, *, write: bool, create: bool) -> Store:
     key = str(path.resolve())
     held = _OPEN.get(key)
+    if held is not None and write and not held.write:
+        raise ConfigError([f"{path}: history store: open for reading in this process; "
+                           "expected it closed before it is written"])
     if held is None:
         if _OPEN:
             other = next(iter(_OPEN))
             raise ConfigError([f"{path}: history store: another store ({other}) is open "
                                "in this process; expected one embedded store at a time "
                                "(chdb runs one embedded server per process)"])
-        held = _start_embedded(path)
+        held = _start_embedded(path, write=write, create=create)
         _OPEN[key] = held
     held.users += 1
+
+    def query(statement: str) -> bytes:
+        return _chdb_result(held.session.query(statement), path)
 
     def close() -> None:
         held.users -= 1
         if held.users == 0:
             del _OPEN[key]
-            try:
-                held.session.close()
-            finally:
-                held.lock.release()
-
-    def query(statement: str) -> bytes:
-        return _chdb_result(held.session.query(statement), path)
+            _stop(held, query)
 
     def send(_statement: str, names: list[str], types: dict, data: bytes) -> None:
         # The same INSERT reading the lines from a file instead of input() (chdb takes
         # no request body). Beside the database, not in /tmp: the rows of a big run
         # stay on the disk that will hold them anyway.
-        with tempfile.NamedTemporaryFile(dir=path, prefix="insert-", suffix=".jsonl") as f:
+        with tempfile.NamedTemporaryFile(dir=held.dir, prefix="insert-",
+                                         suffix=".jsonl") as f:
             f.write(data)
             f.flush()
             query(sql.insert_rows(names, types, sql.file_source(f.name, names, types)))
 
-    return Store(where=str(path), _query=query, _send=send, _close=close)
+    # A fresh store's CREATE statements, as a server's Store records them (the same
+    # statements reach both).
+    return Store(where=str(path), _query=query, _send=send, _close=close,
+                 statements=list(held.created))
 
 
-def _start_embedded(path: Path) -> _Embedded:
-    from chdb import session  # a heavy import; only the embedded path needs it
-
+def _stop(held: _Embedded, query) -> None:
+    """Closes the session; a store written to gets its marker with the rows it now
+    holds (what the next open compares), a snapshot is removed."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError([f"{path}: history store: cannot create the directory "
-                           f"({exc.strerror}); expected a writable directory"]) from exc
+        rows = _count(query) if held.write else None
+        held.session.close()
+        if rows is not None:
+            layout.write_marker(held.path, rows)
+    finally:
+        if held.lock is not None:
+            held.lock.release()
+        if held.dir != held.path:
+            shutil.rmtree(held.dir, ignore_errors=True)
+
+
+def _count(query) -> int:
+    out = query(f"SELECT count() AS n FROM {sql.TABLE} FORMAT JSONEachRow")
+    return int(json.loads(out)["n"])
+
+
+def _start_embedded(path: Path, *, write: bool, create: bool) -> _Embedded:
+    kind, marker = layout.state(path)
+    if kind in ("absent", "empty") and not (write and create):
+        raise ConfigError([f"{path}: no history store there; expected the directory that "
+                           "`benchflow history ingest` (or `snakemake results/history.html`)"
+                           " made, or --store/--url"])
+    if kind == "absent":
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError([f"{path}: history store: cannot create the directory "
+                               f"({exc.strerror}); expected a writable directory"]) from exc
+    lock = _lock(path, required=write)
+    try:
+        if kind in ("marked", "legacy"):
+            # What chdb makes of the store, seen on a snapshot first: the store itself
+            # is opened (or read) only once that found it whole.
+            copy = layout.snapshot(path)
+            seen, _ = _start_checked(path, copy, marker)
+            if not write:
+                return _Embedded(path=path, session=seen, lock=lock, dir=copy)
+            seen.close()
+            shutil.rmtree(copy, ignore_errors=True)
+        session, made = _start_checked(path, path, marker, fresh=kind in ("absent", "empty"))
+        held = _Embedded(path=path, session=session, lock=lock, dir=path, write=True,
+                         created=made)
+        if kind in ("absent", "empty"):
+            layout.write_marker(path, 0)
+        return held
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _start_checked(path: Path, where: Path, marker: dict | None,
+                   fresh: bool = False) -> tuple[object, list[str]]:
+    """A chdb session on `where` (the store or its snapshot) once it holds what `path`'s
+    marker says: the table there, no part chdb set aside as broken when it started,
+    at least the rows the last write left (more: an ingest that stopped before it
+    rewrote the marker). With it, the statements that created a fresh store's table."""
+    from chdb import session as chdb_session  # a heavy import; only embedded stores need it
+
+    before = layout.detached(where)
+    try:
+        session = chdb_session.Session(str(where))
+    except BaseException:
+        if where != path:
+            shutil.rmtree(where, ignore_errors=True)
+        raise
+    try:
+        def query(statement: str) -> bytes:
+            return _chdb_result(session.query(statement), path)
+
+        if fresh:
+            made = Store(where=str(path), _query=query, _send=None, _close=None)
+            _create(made)
+            return session, made.statements
+        broken = sorted(layout.detached(where) - before)
+        if broken:  # named where it lies in the store: chdb moved only its snapshot's
+            part = Path(broken[0])
+            part = part.parent.parent / part.name.split("_", 1)[-1]
+            raise layout.damaged(path, f"a part is cut short or corrupt ({part}; chdb "
+                                 "cannot load it)")
+        tables = query("SELECT count() AS n FROM system.tables WHERE database = "
+                       f"{sql.quote(sql.DATABASE)} AND name = 'oss_ci_benchmark_v3' "
+                       "FORMAT JSONEachRow")
+        if int(json.loads(tables)["n"]) != 1:
+            raise layout.damaged(path, f"chdb finds no table {sql.TABLE} in it")
+        rows = _count(query)
+        if marker is not None and rows < marker["rows"]:
+            raise layout.damaged(path, f"it holds {rows} rows, {marker['rows']} when "
+                                 "benchflow last wrote it")
+        if where == path:
+            for statement in sql.add_projections():  # a legacy store's, if it lacks them
+                query(statement)
+        return session, []
+    except BaseException:
+        session.close()
+        if where != path:
+            shutil.rmtree(where, ignore_errors=True)
+        raise
+
+
+def _lock(path: Path, *, required: bool) -> FileLock | None:
+    """benchflow's lock of the store: a writer waits for it; a reader takes it where it
+    can (so that it never snapshots an ingest half done), and reads without it where the
+    directory cannot be written (a read-only mount has no writer)."""
+    if not required and not os.access(path, os.W_OK):
+        return None
     lock = FileLock(str(path / LOCK_NAME))
     try:
         lock.acquire(timeout=LOCK_TIMEOUT_S)
     except Timeout as exc:
         raise ConfigError([f"{path}: history store: another benchflow process held it "
                            f"for {LOCK_TIMEOUT_S} s; expected it free"]) from exc
-    try:
-        return _Embedded(path=path, session=session.Session(str(path)), lock=lock)
-    except BaseException:
-        lock.release()
-        raise
+    except OSError as exc:
+        if not required:
+            return None
+        raise ConfigError([f"{path}: history store: cannot lock it ({exc.strerror}); "
+                           "expected a writable directory (ingest and remove write)"]) from None
+    return lock
 
 
 def _chdb_result(result, path: Path) -> bytes:

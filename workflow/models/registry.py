@@ -7,12 +7,25 @@ The model function imports torch itself when it is called.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DTYPES = ("f32", "f16", "bf16")
+# Names a model file may register, matched whole (a trailing newline is no part of one):
+# they become parts of file names and case ids and are printed in reports, so a space or
+# an escape character is refused where the name enters, not by the report job after the
+# suite was measured. A model name as config/schema.yaml's workload `model` pattern, a
+# config name as its safe_name.
+MODEL_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,64}")
+CONFIG_NAME_RE = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.-]{1,64}")
+
+
+class RegistrationError(ValueError):
+    """A model file registers a name that cannot be one (a space, an escape character) or
+    one that is taken; the message is one line naming the model and what was expected."""
 
 
 @dataclass
@@ -97,8 +110,10 @@ def benchmark_model(
 
     def register(fn: Callable[..., ModelInstance]):
         model = name or fn.__name__
+        _check_names(model, configs, default_config)
         if model in REGISTRY:
-            raise ValueError(f"model {model!r} registered twice")
+            raise RegistrationError(f"model {model!r} is registered twice (first by "
+                                    f"{_where(REGISTRY[model])}); expected a name of its own")
         REGISTRY[model] = ModelSpec(
             name=model,
             fn=fn,
@@ -117,6 +132,27 @@ def benchmark_model(
         return fn
 
     return register
+
+
+def _check_names(model, configs: list, default_config) -> None:
+    """Raises RegistrationError for a model or config name that is no name (see
+    MODEL_NAME_RE), shown escaped: the bad character is what the reader must see."""
+    if not isinstance(model, str) or not MODEL_NAME_RE.fullmatch(model):
+        raise RegistrationError(f"model name {model!r}: expected 1 to 64 letters, digits "
+                                "or _ (it names files and case ids)")
+    for config in configs:
+        if not isinstance(config, str) or not CONFIG_NAME_RE.fullmatch(config):
+            raise RegistrationError(
+                f"model {model!r}: config name {config!r}: expected 1 to 64 letters, "
+                "digits, _ . - (not . or ..: it names files and case ids)")
+    if default_config is not None and default_config not in configs:
+        raise RegistrationError(f"model {model!r}: default_config {default_config!r}: "
+                                f"expected one of its configs {configs}")
+
+
+def _where(spec: ModelSpec) -> str:
+    """Where a registered model came from, for a message: its model file, or built in."""
+    return spec.source or f"the built-in {spec.fn.__module__}"
 
 
 def _first_line(doc: str | None) -> str:
@@ -155,6 +191,9 @@ def load_model_files(paths) -> None:
     import importlib.util
     import sys
 
+    # The built-in names first: a model file that takes one of them is refused by its own
+    # decorator, naming the file, instead of the built-in module failing to import later.
+    load_builtin_models()
     for path in paths:
         path = str(Path(path).resolve())
         if path in _LOADED_FILES:

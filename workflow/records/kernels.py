@@ -54,9 +54,39 @@ def capped_rows(rows: list[dict], top: int = TOP) -> list[dict]:
 
 
 def kernels_section(*, source: str, mode: str | None, calls: int | None, rows: list[dict],
-                    seconds: float | None, error: str | None = None, top: int = TOP) -> dict:
+                    seconds: float | None, error: str | None = None, top: int = TOP,
+                    call_ms: float | None = None) -> dict:
     """A record's `kernels`: the rows capped (capped_rows), and their total time (None
-    when a row has none: a compile-only list, or no rows)."""
+    when a row has none: a compile-only list, or no rows). `call_ms`: what each profiled
+    call took by the clock, where the profiler's caller measured it; a profile whose rows
+    cannot have fit in that time is kept but marked (`implausible`) in `error`."""
     total = _sum(rows, "total_ms") if rows else None
+    error = error or implausible(total, calls, call_ms)
     return {"source": source, "mode": mode, "calls": calls, "total_ms": total,
             "seconds": seconds, "rows": capped_rows(rows, top), "error": error}
+
+
+# How far the rows' time per call may exceed the time each profiled call took. On one
+# queue (local-sync, a torch op's self time on the calling thread, CUDA kernels on one
+# stream) the rows are parts of the call and sum to at most its time: a ratio of 1 at
+# most. Above 1 a true profile needs dispatches that ran at once (local-task's concurrent
+# regions, several CUDA streams); half again of the call in overlap is already more than
+# benchflow's cases show. What lies beyond is a wrong profile (a unit read wrongly, a
+# bundle of another run, another process's kernels), whose numbers attribution and the
+# reports must not present as the case's.
+PLAUSIBLE_RATIO = 1.5
+
+
+def implausible(total_ms: float | None, calls: int | None, call_ms: float | None) -> str | None:
+    """Why a profile's rows (`total_ms` over `calls` calls) cannot be the calls' time,
+    each call having taken `call_ms` by the clock; None when they can, or when a figure
+    is missing (nothing to hold them to)."""
+    if not total_ms or not calls or not call_ms or call_ms <= 0:
+        return None
+    per_call = total_ms / calls
+    ratio = per_call / call_ms
+    if ratio <= PLAUSIBLE_RATIO:
+        return None
+    return (f"implausible profile: its rows sum to {per_call:.3g} ms per call, {ratio:.1f}x "
+            f"the {call_ms:.3g} ms each profiled call took (at most {PLAUSIBLE_RATIO:g}x "
+            f"expected); its rows are kept in the record but not shown or attributed")

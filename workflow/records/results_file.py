@@ -34,7 +34,9 @@ two measurements that agreed exactly.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -95,6 +97,7 @@ def read_results(path: str | Path) -> dict | list:
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             "left untouched, not appending: fix or move it, or pass another -o") from None
     if isinstance(doc, dict) and isinstance(doc.get("cases"), list):
+        not_results_problem(path, doc)
         case_list_problem(path, doc["cases"])
         return doc
     if is_forge_results(doc):
@@ -104,6 +107,46 @@ def read_results(path: str | Path) -> dict | list:
         "'cases' list) nor a Forge benchmark.py one (a list of result objects, each with "
         f"{' and '.join(repr(k) for k in FORGE_KEYS)}); left untouched, not appending: "
         "pass another -o")
+
+
+def not_results_problem(path: Path, doc: dict) -> None:
+    """Raises ResultsFileError for a document with a `cases` list that is no results file:
+    a report (results/report.json or a copy of it; no `kind`) or another kind of benchflow
+    file. Appending would silently turn the user's report into a results file."""
+    if doc.get("kind") == KIND:
+        return
+    what = (f"a document of kind {doc['kind']!r}" if "kind" in doc
+            else "a benchflow report (no `kind`, as results/report.json)")
+    raise ResultsFileError(
+        f"{path}: {what}, not a `benchflow run -o` results file (kind {KIND!r}); left "
+        "untouched, not appending: pass another -o")
+
+
+def output_problem(path: str | Path) -> str | None:
+    """Why `benchflow run -o path` could not append there, asked before anything is
+    measured: the file itself (read_results' refusals), or a folder where neither the
+    file nor its lock file can be created (read-only, not ours, a read-only file system).
+    Tried, not judged by its mode bits: root may write a folder of mode 0555, nobody a
+    read-only mount. None when it can."""
+    try:
+        read_results(path)
+        target = write_target(path, what="a JSON results file")
+    except ResultsFileError as exc:
+        return str(exc)
+    except ConfigError as exc:
+        return f"{exc.problems[0]}; not appending"
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # append_records creates the rest
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        return (f"{path}: cannot create files in {folder} ({exc.strerror or exc}); expected a "
+                "folder benchflow can write the results file and its lock file in: pass "
+                "another -o")
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def case_list_problem(path: Path, cases: list) -> None:
@@ -186,15 +229,22 @@ def append_records(path: str | Path, records: list[dict], *,
         path = write_target(path, what="a JSON results file")
     except ConfigError as exc:
         raise ResultsFileError(f"{exc.problems[0]}; not appending") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.with_name(path.name + ".lock")):
-        # Read inside the lock: another writer's records, appended since, are kept.
-        doc = read_results(path)
-        if isinstance(doc, list):
-            doc.extend(forge_entry(r, **(forge or {})) for r in records)
-            # As Forge writes it: one line, json.dumps' defaults (NaN allowed).
-            write_text(path, json.dumps(doc))
-            return len(doc)
-        doc["cases"].extend(records)
-        write_json(path, doc)
-        return len(doc["cases"])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(path.with_name(path.name + ".lock")):
+            # Read inside the lock: another writer's records, appended since, are kept.
+            doc = read_results(path)
+            if isinstance(doc, list):
+                doc.extend(forge_entry(r, **(forge or {})) for r in records)
+                # As Forge writes it: one line, json.dumps' defaults (NaN allowed).
+                write_text(path, json.dumps(doc))
+                return len(doc)
+            doc["cases"].extend(records)
+            write_json(path, doc)
+            return len(doc["cases"])
+    except OSError as exc:
+        # The folder became unwritable or the disk filled after output_problem's look:
+        # write_text left the file as it was (atomic), so say so in one line.
+        reason = exc.strerror or str(exc)
+        raise ResultsFileError(f"{path}: could not append ({reason}); left as it was, "
+                               "the case record is in the work directory's report") from None

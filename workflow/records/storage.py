@@ -69,11 +69,19 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
             mode = 0o666 & ~umask
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
-        with open(tmp, "wb") as fh:
+        fh = open(tmp, "wb")  # closed below (quietly when the block failed)
+        try:
             yield fh
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
+        except BaseException:
+            # close() flushes what the failed write left in the buffer and fails the same
+            # way; the first error says it all (the file is closed regardless).
+            with contextlib.suppress(OSError):
+                fh.close()
+            raise
+        fh.close()
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -82,7 +90,9 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
             except OSError:
                 pass  # the original error says more than a failed clean-up would
         if isinstance(exc, OSError) and not isinstance(exc, WriteError):
-            raise WriteError(path, exc) from exc
+            # Not chained: the OSError's errno and reason are the WriteError's own, and a
+            # full disk must not print two tracebacks for one cause.
+            raise WriteError(path, exc) from None
         raise
 
 

@@ -96,9 +96,13 @@ def _plain(value):
 
 def text_lines(explanation: dict, indent: str = "  ") -> list[str]:
     """The explanation as the commands print it under a verdict line: the attribution's
-    lines, then `what changed` as a diff."""
-    out = [f"{indent}{line}" for line in explanation["lines"]]
-    out.append(f"{indent}{explanation['what_changed']}")
+    lines, then `what changed` as a diff. Dispatch names and provenance values are
+    outside text, shown with control characters escaped (render.text.printable): a
+    terminal must not obey an escape sequence a kernel name carries."""
+    from workflow.render.text import printable
+
+    out = [f"{indent}{printable(line)}" for line in explanation["lines"]]
+    out.append(f"{indent}{printable(explanation['what_changed'])}")
     return out
 
 

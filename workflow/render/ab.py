@@ -4,6 +4,8 @@ seconds it took, why it stopped, and the smallest slowdown it could have detecte
 
 from __future__ import annotations
 
+from workflow.paths import AB
+from workflow.records.ab import check_ab
 from workflow.render import templating
 from workflow.render.common import md_text
 from workflow.stats.enums import ABVerdict
@@ -86,7 +88,10 @@ def why_lines(row: dict) -> list[str]:
     return [*e["lines"], e["what_changed"]]
 
 
-def markdown(doc: dict) -> str:
+def markdown(doc: dict, source: str = AB) -> str:
+    """The section as Markdown; `doc` is checked first (records/ab.check_ab): a cut or
+    retyped ab.json is one line naming `source` and the key, never a crash halfway."""
+    check_ab(doc, source, rows_only=True)
     rows = [_cells(r) for r in doc["pairs"]]
     lines = ["", "## A/B comparisons (interleaved)", "", EXPLANATION, "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
@@ -101,8 +106,10 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html(doc: dict) -> str:
-    """The section as HTML (templates/ab.html.j2), the Markdown emphasis dropped."""
+def html(doc: dict, source: str = AB) -> str:
+    """The section as HTML (templates/ab.html.j2), the Markdown emphasis dropped; `doc`
+    checked first, as for markdown."""
+    check_ab(doc, source, rows_only=True)
     return templating.render(
         "ab.html.j2", explanation=EXPLANATION.replace("*", ""), columns=COLUMNS,
         rows=[[c.replace("**", "") for c in _cells(r)] for r in doc["pairs"]])

@@ -8,7 +8,6 @@ are the record's own, computed once at aggregation by workflow.stats.speedup).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,28 +30,6 @@ _ORDER = {Verdict.REGRESSION: 0, Status.FAILED: 1, DEGRADED: 2, Status.UNSUPPORT
           Status.SKIPPED: 4, Status.COMPILE_ONLY: 5, Status.OK: 6}
 _VERDICT_KEYS = (("verdict", "time"), ("dispatch_verdict", "dispatch count"),
                  ("size_verdict", "binary size"))
-
-
-# Control characters (C0, DEL, C1) but newline and tab, and the bidirectional overrides
-# (which reorder what a reader sees): a terminal obeys them (clear the screen, set the
-# window title, move the cursor) and a Markdown viewer hides them.
-_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """Text from outside benchflow (a tool's message, a dispatch name, a user's model or
-    file name) as it may be shown on a terminal or in Markdown: each control character
-    written as its Python escape (ESC as \\x1b), so the reader sees the bytes rather than
-    their effect. HTML escapes its own way (render/templating.py)."""
-    return _UNSHOWN.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def text_columns(rows: list[list[str]]) -> list[str]:
-    """Rows of cells as plain-text lines, each column as wide as its widest cell, two
-    spaces apart (the terminal tables of `coverage` and `history show`)."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-            for r in rows]
 
 
 def section(case: dict, name: str) -> dict:

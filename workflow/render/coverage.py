@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workflow.render.common import text_columns
+from workflow.render.text import text_columns
 from workflow.stats.enums import Status
 
 # A backend's status for a model: these two of its own, else a case status (failed,

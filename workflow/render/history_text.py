@@ -3,7 +3,8 @@ run's commit, branch, value, invocation range, host and versions."""
 
 from __future__ import annotations
 
-from workflow.render.common import fmt, text_columns
+from workflow.render.common import fmt
+from workflow.render.text import text_columns
 
 # Versions shown per run, in this order: the ones a compiler or kernel change moves.
 VERSION_KEYS = ("torch", "iree", "torchao")

@@ -10,6 +10,7 @@ from importlib import resources
 from string import Template
 
 from workflow.render import common as c
+from workflow.render.text import printable
 from workflow.stats.enums import Status
 
 COLUMNS = (
@@ -68,8 +69,11 @@ COLUMNS = (
 
 
 def cell(value: str) -> str:
-    """A Markdown table cell: HTML and pipes escaped, one line (common.md_text)."""
-    return c.md_text(value)
+    """A Markdown table cell: control characters shown as escapes (a tool's error or a
+    dispatch name may carry a terminal's clear-screen or window-title sequence, which a
+    reader of report.md in a terminal or a viewer must see, not obey: text.printable),
+    HTML and pipes escaped, one line (common.md_text)."""
+    return c.md_text(printable(str(value)))
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -181,7 +185,7 @@ def code(text: str) -> str:
     """A code span showing `text` as written: Markdown reads nothing inside one (no HTML,
     no emphasis, no GitHub math between the `$` of two IREE dispatch names), so a
     kernel name needs no escaping but its backticks, which a longer fence encloses."""
-    text = " ".join(str(text).splitlines())
+    text = " ".join(printable(str(text)).splitlines())
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -306,7 +310,7 @@ def render(report: dict, source: str = "results/report.json") -> str:
                         .read_text())
     header = [name for name, _ in COLUMNS]
     return template.substitute(
-        source=source,
+        source=cell(source),
         # Every field of the report is text to show, never markup (common.md_text).
         suite_name=cell(prov.get("suite_name", "—")),
         generated_at=cell(report.get("generated_at", "—")),

@@ -195,10 +195,12 @@ def attribution_of(row: dict, base: dict, new: dict) -> dict:
                    noise_ms=interval_noise_ms(base_ms, row["ratio"], ci))
 
 
-def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str) -> dict:
+def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str,
+              repair: str | None = None) -> dict:
     """Every A/B row into results/ab.json, validated against its schema before writing.
     A suite without ab_pairs has no rows: bad input, never an empty file that a gate
-    reading it takes for "nothing regressed"."""
+    reading it takes for "nothing regressed". `repair`: the note that made the rule
+    rerun over a damaged ab.json (ab_repair), kept in the file."""
     from datetime import UTC, datetime
 
     from workflow.records.ab import SCHEMA_VERSION, validate_ab
@@ -211,6 +213,56 @@ def aggregate(rows: list[str], out: str, *, suite_name: str, config_hash: str) -
            "config_hash": config_hash,
            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
            "pairs": [read_json(p) for p in rows]}
+    if repair is not None:
+        doc["repair"] = repair
     validate_ab(doc)
     write_json(out, doc)
     return doc
+
+
+def ab_damage(ab_path: str | Path, row_paths: list[str]) -> str | None:
+    """Why ab.json no longer holds its rows' records, in one line (malformed: not JSON,
+    cut, retyped; or a row edited, dropped or added: records/ab.differences), or None
+    when it does, or when that cannot be told yet (no ab.json, or a record not made:
+    then its pair's job and the `ab` rule run anyway)."""
+    import os
+
+    from workflow.records.ab import differences, read_ab
+
+    if not os.path.lexists(ab_path):
+        return None
+    records = []
+    for path in row_paths:
+        try:
+            record = read_json(path)
+        except (OSError, ValueError, ConfigError):
+            return None
+        records.append((path, record))
+    try:
+        doc = read_ab(ab_path)
+    except ConfigError as exc:
+        return exc.problems[0]
+    return differences(ab_path, doc, records)
+
+
+def ab_repair(ab_path: str | Path, row_paths: list[str], *,
+              check: bool) -> tuple[str | None, str | None]:
+    """The `ab` rule's repair note (a param: a new note reruns the rule) and the line to
+    print, if any. Snakemake alone would not rebuild an ab.json edited after it was
+    written, and the gate and the renders would take the edit for the measurement: so
+    at load (check: in the process that plans) a damaged one (ab_damage) gets a new note
+    and is built again from the records. Else the note is the one the file keeps, so
+    that a finished run reruns nothing."""
+    import uuid
+
+    from workflow.records.ab import read_ab
+    from workflow.render.text import printable
+
+    problem = ab_damage(ab_path, row_paths) if check else None
+    if problem is not None:
+        line = f"benchflow: {problem}; it is built again from the records"
+        return f"{uuid.uuid4().hex}: {problem}", printable(line)
+    try:
+        return read_ab(ab_path).get("repair"), None
+    except ConfigError:
+        return None, None

@@ -23,8 +23,16 @@ import sys
 import tempfile
 import time
 
-from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
-from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError
+from workflow.backends.proc import (
+    Streaming,
+    ended_by_own_bug,
+    exit_reason,
+    first_lines,
+    log_tail,
+    own_bug_marker,
+    python_env,
+)
+from workflow.errors import OwnBug, StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
 from workflow.measure.protocol import Observation
@@ -41,8 +49,10 @@ ROLES = ("base", "new")
 class _Worker:
     """One side's long-lived worker: started and prepared on construction (stage
     `prepare`), then one timed block per `block()` (stage `time`). A worker that fails,
-    crashes or outlives `timeout` raises StageError naming the side; one that exits
-    OWN_BUG_EXIT (benchflow's own bug) raises OwnBug, failing the job."""
+    crashes (its model's os._exit or sys.exit too, with any status) or outlives `timeout`
+    raises StageError naming the side; one that exits OWN_BUG_EXIT with its own-bug marker
+    beside its plan (benchflow's own bug: proc.marking_own_bug) raises OwnBug, failing
+    the job."""
 
     def __init__(self, label: str, plan: dict, *, timeout: float, log: str):
         self.label, self.timeout, self.log = label, timeout, log
@@ -94,7 +104,7 @@ class _Worker:
     def _ended(self, stage: str):
         code = self._proc.wait()
         tail = log_tail(self.log, 4000)
-        if code == OWN_BUG_EXIT:
+        if ended_by_own_bug(code, self._plan_file):
             raise OwnBug(f"benchflow's own code failed in the torch A/B worker of "
                          f"{self.label} ({stage}):\n{tail}")
         raise StageError(stage, first_lines(
@@ -103,6 +113,7 @@ class _Worker:
     def close(self) -> None:
         self._proc.__exit__()
         os.unlink(self._plan_file)
+        own_bug_marker(self._plan_file).unlink(missing_ok=True)
 
 
 class _Side:

@@ -19,7 +19,6 @@ from workflow.backends.proc import run_attached
 from workflow.errors import ConfigError
 from workflow.paths import AB
 from workflow.records.report import read_report
-from workflow.records.storage import read_json_file
 from workflow.regression import explain, gate
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict, Status, Verdict
@@ -70,8 +69,10 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
                     "count and size only (no device: no time)" if result["compile_only"]
                     else "")
     unjudged = f", {len(a.unjudged)} could not be judged" if a.unjudged else ""
+    verdicts = ", ".join(f"{count} {getattr(v, 'value', v)}"
+                         for v, count in result["time_verdicts"].items())
     lines.append(f"{HEADS[a.outcome]}: {len(a.regressed)} of {n} case(s) regressed{unjudged}, "
-                 f"{a.judged} judged; time verdicts {result['time_verdicts']}{compile_only}")
+                 f"{a.judged} judged; time verdicts: {verdicts or 'none'}{compile_only}")
     return GateResult(a.outcome, lines)
 
 
@@ -98,16 +99,24 @@ def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]
     return result, lines
 
 
-def read_rows(path: Path) -> list[dict]:
-    """The rows of an ab.json; bad input (ConfigError) when it cannot be read."""
-    doc = read_json_file(path)
+def read_rows(path: Path, row_paths: list[str] | None = None) -> list[dict]:
+    """The rows of an ab.json, checked (records/ab.read_ab) and, given the suite's pair
+    records (row_paths, relative to the file's directory's parent), checked against them
+    too: bad input (ConfigError, one line) when it cannot be read or no longer holds
+    them, never a hand edit taken for a measurement."""
+    from workflow.records.ab import read_ab
+    from workflow.render.text import printable
+    from workflow.stages.ab import ab_damage
+
     try:
-        rows = doc["pairs"]
-        if not isinstance(rows, list) or not all(isinstance(r, dict) and "verdict" in r
-                                                 for r in rows):
-            raise TypeError("pairs: expected a list of rows with a verdict")
-    except (TypeError, KeyError) as exc:
-        raise ConfigError([f"{path}: cannot be read as A/B results: {exc}"]) from None
+        rows = read_ab(path, rows_only=True)["pairs"]
+        problem = (ab_damage(path, [str(path.parent.parent / p) for p in row_paths])
+                   if row_paths is not None else None)
+    except ConfigError as exc:
+        raise ConfigError([printable(p) for p in exc.problems]) from None
+    if problem:
+        raise ConfigError([printable(problem) + "; run `benchflow ab` again to build it "
+                           "from the records"])
     if not rows:
         raise ConfigError([f"{path}: pairs: empty; expected a row per pair and workload"])
     return rows
@@ -123,7 +132,7 @@ def declares_pairs(configfile: Path):
     suite = load([str(configfile)], {})
     if not suite.has_ab:
         raise ConfigError([f"{configfile}: ab_pairs: none declared; expected at least one "
-                           "{base, new} pair of SKUs or torch sides (README, \"A/B "
+                           "{base, new} pair of SKUs or torch sides (docs/ab.md, \"A/B "
                            "comparisons\")"])
     return suite
 
@@ -157,6 +166,9 @@ def ab_gate(configfile: Path, *, cores: str, directory: Path | None, extra: list
     if code != 0:
         return GateResult(UNJUDGED, [f"COULD NOT JUDGE: snakemake exited {code} before {AB} "
                                      "was complete (its output above names the failed job)"])
-    rows = read_rows(where / AB)
+    from workflow.paths import ab_row_paths, torch_ab_row_paths
+
+    rows = read_rows(where / AB, ab_row_paths(suite.ab_pairs)
+                     + torch_ab_row_paths(suite.torch_ab_pairs))
     result, lines = outcome(rows, allow_inconclusive)
     return GateResult(result, lines, rows)

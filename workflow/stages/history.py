@@ -36,10 +36,11 @@ def history_config(configfile: Path | None) -> dict:
 
 
 def store_of(config: dict, *, store: Path | None = None, url: str | None = None,
-             create: bool = False):
-    """The store a command reads and writes: --url, else --store, else the suite's url,
-    else its path. Only ingesting creates an embedded store: a command that reads one
-    that is not there says so (a typo'd --store is no empty history)."""
+             create: bool = False, write: bool = False):
+    """The store a command reads (and, with `write`, changes): --url, else --store, else
+    the suite's url, else its path. Only ingesting (`create`) makes an embedded store: a
+    command that reads one that is not there says so (a typo'd --store is no empty
+    history); an embedded store opened to read is read from a snapshot."""
     if url or (store is None and config.get("url")):
         return open_store(url=url or config["url"])
     path = Path(store if store is not None else config["path"])
@@ -47,7 +48,7 @@ def store_of(config: dict, *, store: Path | None = None, url: str | None = None,
         raise ConfigError([f"{path}: no history store there; expected the directory that "
                            "`benchflow history ingest` (or `snakemake results/history.html`) "
                            "made, or --store/--url"])
-    return open_store(path=path)
+    return open_store(path=path, write=write or create, create=create)
 
 
 def where(config: dict, *, store: Path | None = None, url: str | None = None) -> str:

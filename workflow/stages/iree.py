@@ -16,6 +16,7 @@ import json
 import os
 import random
 import resource
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.backends.iree.profile import compile_statistics
 from workflow.backends.proc import run_python, run_tool, tool_path
-from workflow.errors import StageError
+from workflow.errors import OwnBug, StageError
 from workflow.measure.cost import Cost
 from workflow.measure.disturbance import Probe
 from workflow.measure.layout import env_padding, fresh_module
@@ -96,10 +97,9 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
         def body():
             with tempfile.TemporaryDirectory() as tmp:
                 side = Path(tmp) / "export.json"
-                run_python("workflow.backends.iree.export",
-                           [json.dumps(spec), mlir, inputs, reference, str(side)],
-                           stage="export", timeout=timeout, log=log)
-                return {**read_json(side), "spec": spec, "dtype": spec["dtype"]}
+                done = _export_worker([json.dumps(spec), mlir, inputs, reference, str(side)],
+                                      side, timeout, log)
+                return {**done, "spec": spec, "dtype": spec["dtype"]}
 
         result = run_stage("export", meta, artifacts, [], body)
         # What the reuse check reads: the key and its parts, the files' fingerprints, and
@@ -109,6 +109,30 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
                            files={a: fingerprint(a) for a in artifacts} if result.ok else {})
         result.write(meta)
         return result
+
+
+def _export_worker(args: list[str], side: Path, timeout: float, log: str) -> dict:
+    """Runs the export worker (backends/iree/export.py) and returns what it wrote to
+    `side`. The model's code runs in that process and may end it any way (os._exit or
+    sys.exit in its forward, with any status, a signal): each is the export's recorded
+    failure with the exit status and the worker's own lines, so that the other cases of
+    the batch go on and a rerun reuses the failure. Only the worker's own-bug file makes
+    an exit benchflow's bug (OwnBug: the job fails)."""
+    from workflow.backends.iree.export import OWN_BUG_SUFFIX
+
+    argv = [sys.executable, "-m", "workflow.backends.iree.export", *args]
+    try:
+        run_tool(argv, stage="export", timeout=timeout, log=log)
+    except StageError as exc:
+        if Path(str(side) + OWN_BUG_SUFFIX).exists():
+            raise OwnBug(f"benchflow's own code failed in the export worker: {exc.message}"
+                         ) from None
+        raise
+    if not side.exists():
+        raise StageError("export", "the export worker exited with 0 without writing its "
+                                   "result: the model's code ended the process (sys.exit "
+                                   "or os._exit in its build or forward?)")
+    return read_json(side)
 
 
 def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, timeout: float,

@@ -5,6 +5,7 @@ case_job, with one log line per member saying why it was reused or measured."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +17,47 @@ from workflow.stages.iree import RUN_ID_ENV, case_files, case_job
 from workflow.stages.members import members_path, read_members, repair_note
 from workflow.stages.targets import with_target
 from workflow.stats.enums import Status
+
+# Set by the planning process (rules/iree_batch.smk) for the batch jobs it starts: the
+# targets of its --forcerun (rule names or files), "*" for --forceall, as a JSON list.
+FORCED_ENV = "BENCHFLOW_FORCED"
+_FORCE_OPTIONS = ("--forcerun", "-R")
+_FORCE_ALL = ("--forceall", "-F")
+
+
+def forced_targets(argv: list[str]) -> list[str]:
+    """What a snakemake command line forces, read from its arguments: the targets of
+    --forcerun / -R (the words after it up to the next option, as snakemake's nargs="*"
+    takes them, or `--forcerun=x`), and "*" for --forceall / -F. Snakemake tells a job
+    nothing of why it runs, and its settings are not yet set when the Snakefile is read,
+    so the planning process reads its own command line."""
+    out, taking = [], False
+    for arg in argv:
+        if arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            taking = name in _FORCE_OPTIONS and not eq
+            if name in _FORCE_OPTIONS and eq:
+                out.append(value)
+            if arg in _FORCE_ALL:
+                out.append("*")
+        elif taking:
+            out.append(arg)
+    return sorted(set(out))
+
+
+def forced_by_command(batch: str) -> bool:
+    """Whether the run that started this job forced it (FORCED_ENV): --forceall,
+    --forcerun iree_batch, or --forcerun naming this batch's list. Then every member is
+    measured again, as the README and DESIGN promise, even where a damaged member alone
+    would have rerun the batch."""
+    try:
+        targets = json.loads(os.environ.get(FORCED_ENV) or "[]")
+    except ValueError:
+        return False
+    if not isinstance(targets, list):
+        return False
+    named = {os.path.normpath(t) for t in targets if isinstance(t, str)}
+    return bool(named & {"*", "iree_batch", os.path.normpath(batch)})
 
 
 def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
@@ -73,11 +115,11 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     (`content`: model sources, tool builds) changed, or its list is missing; then only the
     members whose results cannot be reused (reuse_problem: a changed key, a file that no
     longer verifies, a failure to retry) are measured again, each with one log line
-    saying why. When every member could be reused and the job's inputs are those of the
-    last finished run, the rerun was forced (or the adapter changed): then every member
-    is measured again, failures retried, as forcing means. The members' entries are kept
-    beside the batch list, where Snakemake does not delete them. `targets`: the width a
-    case judged by a golden measures towards (stages/targets.py), no part of its key."""
+    saying why. The rerun was forced when the command says so (forced_by_command, even
+    with a damaged member) or every member could be reused with the last run's inputs:
+    then every member is measured again, failures retried. The members' entries are
+    kept beside the batch list, where Snakemake does not delete them. `targets`: the
+    width a case judged by a golden measures towards (stages/targets.py)."""
     from workflow.paths import IREE_CASE_LOG
 
     # `target_chip: auto` becomes this machine's GPU's chip here, where the cases are
@@ -98,7 +140,7 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     problems = [reuse_problem(members.get(c["identity"]["id"]), c["identity"]["id"], p,
                               timeouts, retry_failures=False)
                 for c, p in zip(cases, parts, strict=True)]
-    forced = last_context == context and not any(problems)
+    forced = forced_by_command(batch) or (last_context == context and not any(problems))
     listed, kept = [], {}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem in zip(cases, parts, problems, strict=True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from workflow.backends import peak
+from workflow.records.ab import read_ab
 from workflow.records.storage import read_json, write_json, write_text
 from workflow.render import ab as ab_render
 from workflow.render import csv_report, dashboard, html, markdown
@@ -23,10 +24,11 @@ def measure_peak(out: str) -> dict:
 
 
 def _ab(ab_path) -> dict | None:
-    """results/ab.json when the suite has A/B pairs (a Snakemake input that may be a list)."""
+    """results/ab.json when the suite has A/B pairs (a Snakemake input that may be a list),
+    checked as the gate checks it: a damaged one is a one-line refusal, not a crash."""
     if isinstance(ab_path, list | tuple):
         ab_path = ab_path[0] if ab_path else None
-    return read_json(ab_path) if ab_path else None
+    return read_ab(ab_path, rows_only=True) if ab_path else None
 
 
 def render_markdown(report: str, out: str, ab_path: str | None = None) -> None:

@@ -20,8 +20,16 @@ import time
 from pathlib import Path
 
 from workflow.backends.builds import interpreter_versions
-from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
-from workflow.errors import OWN_BUG_EXIT, OwnBug
+from workflow.backends.proc import (
+    Streaming,
+    ended_by_own_bug,
+    exit_reason,
+    first_lines,
+    log_tail,
+    own_bug_marker,
+    python_env,
+)
+from workflow.errors import OwnBug
 from workflow.measure.disturbance import available_cpus
 from workflow.paths import torch_case_record
 from workflow.records.case import assemble, torch_provenance
@@ -56,6 +64,7 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
             done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log)
         finally:
             os.unlink(plan_file)
+            own_bug_marker(plan_file).unlink(missing_ok=True)
         results.update(done)
         if stuck is not None:
             results[stuck] = {"status": Status.FAILED, "error": why}
@@ -71,7 +80,10 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
 def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                 log: str | None):
     """Runs a worker until it ends; returns (results, id of a case it hung or crashed
-    on, why)."""
+    on, why). The model runs in the worker and may end it any way (os._exit, sys.exit,
+    with any status, OWN_BUG_EXIT included; a signal): that is the case's failure with
+    the exit status and the worker's last lines. Only the worker's own-bug marker beside
+    its plan (proc.marking_own_bug) makes the exit benchflow's bug: OwnBug, the job fails."""
     results: dict[str, dict] = {}
     current, deadline = None, time.monotonic() + timeout
     with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
@@ -95,7 +107,7 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                 results[msg["case"]] = msg["result"]
                 current = None
         code = worker.wait()
-        if code == OWN_BUG_EXIT:
+        if ended_by_own_bug(code, plan_file):
             tail = log_tail(log, 4000)
             raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
                          f"case {current}):\n{tail}")

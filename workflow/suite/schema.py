@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from workflow.errors import ConfigError, key_path
-from workflow.files import file_problem, read_bytes
+from workflow.files import directory_problem, file_problem, read_bytes
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
 from workflow.records.schemas import schema_problems
@@ -295,7 +295,7 @@ def suite_schema() -> dict:
 def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[str]:
     """Imports a suite's `model_modules` (before validation: they add model names) and
     returns their absolute paths; the export stage imports them again in its process."""
-    from workflow.models.registry import load_model_files
+    from workflow.models.registry import RegistrationError, load_model_files
 
     if not isinstance(raw, dict) or not isinstance(raw.get("model_modules"), list):
         return []
@@ -310,6 +310,8 @@ def resolve_model_modules(raw: Any, base_dir: Path | None, source: str) -> list[
                                "Python file"])
         try:
             load_model_files([path])
+        except RegistrationError as exc:  # a name its decorator refused, already worded
+            raise ConfigError([f"{source}: model_modules[{i}]: {path}: {exc}"]) from None
         except Exception as exc:
             raise ConfigError([f"{source}: model_modules[{i}]: could not import {path}: "
                                f"{type(exc).__name__}: {exc}"]) from None
@@ -408,6 +410,7 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
 
     problems = (schema_problems(raw, schema, source, strict_integers=True)
                 + unavailable_problems(raw, source)
+                + goldens_dir_problems(raw, source)
                 + (iree_problems(raw, source) if isinstance(raw, dict) else []))
     if problems:
         raise ConfigError(problems)
@@ -415,6 +418,27 @@ def validate_suite(raw: Any, source: str, base_dir: Path | None = None) -> dict:
     schemas.validator(schema, fill_defaults=True).validate(suite)
     suite["model_modules"] = modules
     return suite
+
+
+def goldens_dir_problems(raw: Any, source: str) -> list[str]:
+    """`goldens.dir` (or its default) that exists and is no directory: the run would
+    measure the whole suite and then fail reading goldens from it, so it is refused
+    with the suite's other problems. Relative to the working directory, as the run reads
+    it; a folder not there yet is fine (`benchflow bless` makes it). A value of the wrong
+    type is the schema's."""
+    goldens = raw.get("goldens", {}) if isinstance(raw, dict) else None
+    if not isinstance(goldens, dict):
+        return []
+    directory = goldens.get("dir", load_schema()["properties"]["goldens"]["properties"]
+                            ["dir"]["default"])
+    if not isinstance(directory, str) or not directory:
+        return []
+    problem = directory_problem(directory)
+    if problem is None:
+        return []
+    shown = directory if directory.isprintable() else repr(directory)
+    return [f"{source}: goldens.dir: {shown} {problem}; expected a directory of golden "
+            "files, or none yet (`benchflow bless` makes it)"]
 
 
 def deep_merge(base: dict, override: dict) -> dict:

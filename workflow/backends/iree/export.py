@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 
 from workflow.backends.proc import worker_main
+from workflow.models.outputs import checked_outputs
 from workflow.models.registry import get_model, load_model_files
 from workflow.records.storage import atomic_writer, write_json
 
@@ -172,7 +173,10 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
     t0 = time.monotonic()
     ref = model.build(spec["config"], "f32", spec["layers"], spec["shape"])
     with torch.no_grad():
-        reference = tensor_leaves(ref.module(*ref.inputs))
+        # A forward that returns no tensor (None from a forgotten `return`, a string)
+        # fails here, the model's failure, before an empty reference agrees with an
+        # empty output.
+        reference = tensor_leaves(checked_outputs(ref.module(*ref.inputs)))
     inst = ref if spec["dtype"] == "f32" else model.build(
         spec["config"], spec["dtype"], spec["layers"], spec["shape"])
     fixed = make_buffers_persistent(inst.module)
@@ -205,10 +209,29 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
     }
 
 
+# Beside the export's result file: written when benchflow's own code failed in this
+# worker (it then exits OWN_BUG_EXIT). The model runs in this process and may end it with
+# any status, OWN_BUG_EXIT included (os._exit in its forward): only this file, which a
+# model's exit never writes, makes the parent take the exit for our bug
+# (stages/iree.export).
+OWN_BUG_SUFFIX = ".own-bug"
+
+
 def main(argv: list[str]) -> None:
     spec_json, mlir, inputs, reference, meta = argv
     write_json(meta, export_workload(json.loads(spec_json), mlir, inputs, reference))
 
 
 if __name__ == "__main__":
-    worker_main(main)
+    import sys
+    from pathlib import Path
+
+    from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
+
+    try:
+        worker_main(main)
+    except SystemExit as exc:
+        # worker_main's own exit, not a model's sys.exit(OWN_BUG_EXIT) in its forward.
+        if exc.code == OWN_BUG_EXIT and raised_in_own_code(exc):
+            Path(sys.argv[-1] + OWN_BUG_SUFFIX).touch()
+        raise

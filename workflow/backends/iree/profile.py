@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workflow.backends.iree.tools import tool_output
+from workflow.backends.iree.tools import parse_benchmark_json, tool_output
 from workflow.backends.proc import run_tool, tool_path
 from workflow.errors import StageError
 
@@ -185,7 +185,7 @@ def profile_case(benchmark_argv: list[str], *, timeout: float, log: str | None =
         bundle = str(Path(workdir or tmp) / "profile.ireeprof")
         argv = profile_argv(benchmark_argv, bundle, iterations=iterations, mode=mode)
         try:
-            run_tool(argv, stage="profile", timeout=timeout, log=log)
+            invocation = run_tool(argv, stage="profile", timeout=timeout, log=log)
         except StageError as exc:
             raise StageError("profile", f"profiling ({mode}) failed: {exc.message}") from None
         tool = profile_tool(str(benchmark_argv[0]))
@@ -195,7 +195,19 @@ def profile_case(benchmark_argv: list[str], *, timeout: float, log: str | None =
     except ValueError as exc:
         raise StageError("profile", f"unreadable iree-profile output: {exc}") from None
     return {"dispatches": rows, "seconds": time.monotonic() - start, "tool": "iree-profile",
-            "mode": mode, "iterations": iterations}
+            "mode": mode, "iterations": iterations, "call_ms": call_ms(invocation.stdout)}
+
+
+def call_ms(benchmark_output: str) -> float | None:
+    """What each call of a profiling invocation took, profiling on, by Google Benchmark's
+    clock (its repetitions' mean real time per iteration; the case's argv asks for JSON):
+    the time the invocation's dispatch rows must fit in. None when its output gives none
+    (then nothing is held against the rows)."""
+    try:
+        reps = parse_benchmark_json(benchmark_output).repetition_ms
+    except ValueError:
+        return None
+    return sum(reps) / len(reps) if reps else None
 
 
 # --- compile-only: the dispatch list of the compiler's statistics -------------------------

@@ -112,14 +112,19 @@ class Prepared:
 
 def _first_tensor(out):
     from workflow.backends.iree.export import tensor_leaves
+    from workflow.models.outputs import checked_outputs
 
-    return tensor_leaves(out)[0]
+    return tensor_leaves(checked_outputs(out))[0]
 
 
 def numpy_outputs(out) -> list:
+    """A forward's outputs as arrays; one that is no tensor (None from a forgotten
+    `return`, a string) fails the case (models/outputs.py), never an empty list that an
+    empty reference agrees with."""
     from workflow.backends.iree.export import tensor_leaves, to_numpy
+    from workflow.models.outputs import checked_outputs
 
-    return [to_numpy(t) for t in tensor_leaves(out)]
+    return [to_numpy(t) for t in tensor_leaves(checked_outputs(out))]
 
 
 def allow_compiles(count: int) -> None:

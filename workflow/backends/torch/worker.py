@@ -28,7 +28,7 @@ import time
 import traceback
 from pathlib import Path
 
-from workflow.backends.proc import protocol_channel
+from workflow.backends.proc import marking_own_bug, protocol_channel, worker_main
 from workflow.backends.torch.characterize import characterized, graph_stats_compiled
 from workflow.backends.torch.invocations import timed_invocations
 from workflow.backends.torch.ops_profile import profile_ops
@@ -163,7 +163,8 @@ def serve(plan: dict, commands=sys.stdin) -> None:
 
 def _failed(exc: Exception) -> dict:
     """A case's exception as its failed result; benchflow's own bug ends the worker with
-    OWN_BUG_EXIT instead (the parent fails the job: errors.OwnBug). A file it could not
+    OWN_BUG_EXIT instead, its marker written on the way out (proc.marking_own_bug: the
+    parent fails the job, errors.OwnBug). A file it could not
     write (WriteError: a full or read-only disk) is the machine's failure, the case's."""
     traceback.print_exc(file=sys.stderr)
     if raised_in_own_code(exc) and not isinstance(exc, WriteError):
@@ -223,7 +224,11 @@ def _started(plan: dict) -> float | None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # benchflow's own bug (an exception raised in our code, or _failed's exit) exits
+    # OWN_BUG_EXIT with the marker beside the plan, which the parent needs to fail the
+    # job; a model's own exit, with any status, is its case's failure (stages/torch.py).
+    with marking_own_bug(sys.argv[1]):
+        worker_main(main)
     # Every result is out: end without the interpreter's teardown of torch and
     # torch.compile's worker pools (about a second a batch on the 2-core machine).
     for stream in (*_CHANNEL, sys.stdout, sys.stderr):

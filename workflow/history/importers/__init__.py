@@ -25,6 +25,7 @@ from pathlib import Path
 
 from workflow.errors import ConfigError
 from workflow.files import read_bytes
+from workflow.history.importers import values
 from workflow.records.storage import MAX_JSON_BYTES
 
 SOURCES = ("benchflow-report", "forge", "torchao-csv", "v3")
@@ -77,20 +78,36 @@ def unix_time(value, path: Path, key: str) -> int:
     ("%y-%m-%d": its code's commit day, the only date Forge writes) or a number."""
     if isinstance(value, bool) or value is None or value == "":
         raise problem(path, key, f"{value!r} is no time", "an ISO-8601 time or unix seconds")
+    seconds = _seconds(value)
+    if seconds is None:
+        raise problem(path, key, f"{str(value).strip()!r} is no time",
+                      "an ISO-8601 time or unix seconds")
+    # The table's UInt64 column would wrap a time before 1970, and a millisecond epoch
+    # would be a run thousands of years ahead, the newest of every series from then on.
+    bad = values.time_problem(seconds)
+    if bad:
+        raise problem(path, key, bad, "unix seconds (or ISO-8601) of a time since 1970, "
+                      "not later than now")
+    return int(seconds)
+
+
+def _seconds(value) -> float | None:
+    """Unix seconds of a number, a numeric text, an ISO-8601 time or a Forge date; None
+    when it is none of them."""
     if isinstance(value, int | float):
-        return int(value)
+        return float(value) if isinstance(value, float) else value
     text = str(value).strip()
     try:
-        return int(float(text))
+        return float(text)
     except ValueError:
         pass
     for parse in (datetime.fromisoformat, lambda t: datetime.strptime(t, "%y-%m-%d")):
         try:
             when = parse(text)
-        except ValueError:
+            return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+        except (ValueError, OverflowError, OSError):
             continue
-        return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
-    raise problem(path, key, f"{text!r} is no time", "an ISO-8601 time or unix seconds")
+    return None
 
 
 def need_time(path: Path, timestamp: int | None, why: str) -> int:
@@ -127,20 +144,27 @@ def read_runs(path: str | Path, timestamp: int | str | None = None) -> list[Run]
         if benchflow.detect(doc):
             # Parsed once: the report's reader checks this document (a benchflow report
             # never holds NaN; one that does is read again by it, and refused).
-            return benchflow.runs(path, doc, timestamp, reuse=not constants)
+            return _checked(benchflow.runs(path, doc, timestamp, reuse=not constants))
         for module in (forge, v3):
             if module.detect(doc):
-                return module.runs(path, doc, timestamp)
+                return _checked(module.runs(path, doc, timestamp))
         raise problem(path, "", f"JSON of no known kind ({_shape(doc)})", WHAT)
     lines = v3.json_lines(text)
     if lines is not None:
-        return v3.runs(path, lines, timestamp)
+        return _checked(v3.runs(path, lines, timestamp))
     if torchao_csv.detect(text):
-        return torchao_csv.runs(path, text, timestamp)
+        return _checked(torchao_csv.runs(path, text, timestamp))
     if text.lstrip()[:1] in "[{":
         raise problem(path, "", f"not valid JSON ({error})", WHAT)
     raise problem(path, "", "neither JSON, JSONEachRow nor a CSV with torchao's columns",
                   WHAT)
+
+
+def _checked(runs: list[Run]) -> list[Run]:
+    """Every importer's runs, each value as the table can hold it (importers/values.py)."""
+    for run in runs:
+        values.check_run(run)
+    return runs
 
 
 def _json(text: str):

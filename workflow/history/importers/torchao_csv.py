@@ -63,12 +63,23 @@ def detect(text: str) -> bool:
     return set(IDENTITY) <= set(_header(text))
 
 
-def _number(value: str) -> float | None:
+class BadCell(ValueError):
+    """A cell holding a time or speedup no measurement gives: (column, why)."""
+
+
+def _number(line: dict, column: str | None) -> float | None:
+    """A measured value of the cell, None where torchao measured nothing (its 0.0, an
+    empty or absent cell, text); a negative or non-finite number is no time or speedup
+    and raises BadCell."""
     try:
-        out = float(value)
+        out = float(line.get(column))
     except (TypeError, ValueError):
         return None
-    return out if out > 0 and out != float("inf") else None
+    if out != out or out in (float("inf"), float("-inf")):
+        raise BadCell(column, f"{line.get(column)!r} is not a finite number")
+    if out < 0:
+        raise BadCell(column, f"{line.get(column)!r} is negative")
+    return out if out > 0 else None
 
 
 def _cases(line: dict, columns: set[str]) -> list[tuple[str, list[tuple]]]:
@@ -76,17 +87,17 @@ def _cases(line: dict, columns: set[str]) -> list[tuple[str, list[tuple]]]:
     if DUAL[0][0] in columns:
         out = []
         for time_col, base_col, eager_col, compiled in DUAL:
-            metrics = [("latency mean (ms)", _number(line.get(time_col)), {"unit": "ms"}),
-                       ("speedup vs baseline (x)", _number(line.get(base_col)),
+            metrics = [("latency mean (ms)", _number(line, time_col), {"unit": "ms"}),
+                       ("speedup vs baseline (x)", _number(line, base_col),
                         {"unit": "x", "basis": "torchao " + base_col})]
             if eager_col:
-                metrics.append(("speedup vs eager (x)", _number(line.get(eager_col)),
+                metrics.append(("speedup vs eager (x)", _number(line, eager_col),
                                 {"unit": "x", "basis": "torchao " + eager_col}))
             mode = (line.get("torch_compile_mode") or "default") if compiled else "eager"
             out.append((mode, metrics))
         return out
     micro = not any(m in columns for m in MS_MARKERS)
-    value = _number(line.get(OLD_TIME))
+    value = _number(line, OLD_TIME)
     extra = {"unit": "ms"}
     if micro and value is not None:
         value /= 1000.0
@@ -94,7 +105,7 @@ def _cases(line: dict, columns: set[str]) -> list[tuple[str, list[tuple]]]:
     compiled = str(line.get("use_torch_compile", "")).strip().lower() == "true"
     mode = (line.get("torch_compile_mode") or "default") if compiled else "eager"
     return [(mode, [("latency mean (ms)", value, extra),
-                    ("speedup vs baseline (x)", _number(line.get("speedup")),
+                    ("speedup vs baseline (x)", _number(line, "speedup"),
                      {"unit": "x", "basis": "torchao speedup"})])]
 
 
@@ -137,7 +148,13 @@ def runs(path: Path, text: str, timestamp: int | None) -> list:
                           f"{len(reader.fieldnames)} cells")
         if line.get("timestamp"):
             times.append(unix_time(line["timestamp"], path, f"line {number}: timestamp"))
-        for mode, metrics in _cases(line, columns):
+        try:
+            cases = _cases(line, columns)
+        except BadCell as exc:
+            column, why = exc.args
+            raise problem(path, f"line {number}: {column}", why,
+                          "a time or speedup of at least 0 (0: not measured)") from None
+        for mode, metrics in cases:
             cid, bench, model, inputs = _parts(line, mode)
             for name, value, extra in metrics:
                 if value is None:

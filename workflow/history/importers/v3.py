@@ -150,8 +150,19 @@ def _runner(raw) -> dict:
         value = (raw or {}).get(key) if isinstance(raw, dict) else None
         out.pop(key, None)
         out["extra_info"].pop(key, None)
-        out[key] = int(value) if isinstance(value, int | float) and value >= 0 else 0
+        out[key] = _whole(value)
     return out
+
+
+def _whole(value):
+    """A runner's count as its UInt32 column takes it: absent or not a number is 0 (as
+    before), a whole float its int; any other number is kept as it is, for
+    importers/values.py to refuse (a column would wrap it or round it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
 
 
 def normal_row(path: Path, row: dict, where: str) -> dict:

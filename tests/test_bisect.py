@@ -1,0 +1,294 @@
+"""`benchflow bisect` end to end (issue 38, "Done when"): a git repository built here, 16
+commits of a user model (model_modules) and its suite, bisected by paired A/B steps of
+real IREE modules. Bad input (no repository, an unknown revision, good after bad, a case
+not in the suite) is refused in one line with exit 2 before anything is measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_MEASUREMENT, write_suite
+from workflow.bisect.measure import FINAL_ROUNDS
+from workflow.cli.bisect import text_lines
+from workflow.cli.main import main
+
+pytestmark = [pytest.mark.tool]
+
+MODEL = '''
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+WIDTH = {width}
+{comment}
+
+@benchmark_model(default_shape=(64, 256), shape_doc="[rows, width]")
+def widening(config, dtype, layers, shape):
+    """Linear(K, K), ReLU, Linear(K, WIDTH)."""
+    import torch
+
+    {rows}, k = shape
+    gen = seeded()
+    module = torch.nn.Sequential(torch.nn.Linear(k, k, bias=False), torch.nn.ReLU(),
+                                 torch.nn.Linear(k, WIDTH, bias=False))
+    return finish(module, (torch.randn({rows}, k, generator=gen),), dtype)
+'''
+CASE = "sync/iree/widening-64x256-f32/baseline"
+
+
+def suite() -> dict:
+    # Single-threaded local-sync (the SKU the README recommends for A/B), a 5 % margin
+    # and up to 160 rounds: what a loaded 2-core machine resolves (tests/test_ab.py).
+    return {"suite_name": "bisect",
+            "skus": {"sync": {"iree": {"target_cpu": "host", "device": "local-sync"},
+                              "measurement": {**FAST_MEASUREMENT, "min_time_s": 0.02}}},
+            "workloads": [{"model": "widening", "shapes": [[64, 256]]}],
+            "model_modules": ["model.py"],
+            "ab": {"margin": 0.05, "max_rounds": 160, "budget_s": 120}}
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def build_repo(repo, commits: dict[int, dict]) -> list[str]:
+    """16 commits; commits[i] says what commit i (1-based) writes: model settings
+    (width, rows: the local variable's name, comment) or an unrelated file. Returns the
+    shas, oldest first."""
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    model = {"width": 256, "rows": "m", "comment": ""}
+    write_suite(repo / "suite.yaml", suite())
+    shas = []
+    for i in range(1, 17):
+        change = commits.get(i, {"notes": f"unrelated change {i}\n"})
+        if "notes" in change:
+            (repo / "notes.txt").write_text(change["notes"])
+        model.update({k: v for k, v in change.items() if k != "notes"})
+        (repo / "model.py").write_text(MODEL.format(**model))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"commit {i}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    return shas
+
+
+def bisected(capsys, repo, shas, *extra) -> tuple[int, dict]:
+    code = main(["bisect", CASE, "--good", shas[0], "--bad", shas[-1], "--configfile",
+                 str(repo / "suite.yaml"), "--cache", str(repo.parent / "cache"),
+                 "--format", "json", *extra])
+    captured = capsys.readouterr()
+    assert captured.out, (code, captured.err)
+    return code, json.loads(captured.out)
+
+
+@pytest.mark.e2e
+def test_the_commit_that_doubles_a_layer_is_named(tmp_path, capsys):
+    shas = build_repo(tmp_path / "repo", {
+        3: {"rows": "n"},              # a renamed local variable: the digest changes
+        4: {"comment": "# a comment"},  # a comment: the same syntax tree, skipped
+        11: {"width": 512},            # the regression
+        13: {"rows": "r"}})
+    store = tmp_path / "store"
+    code, result = bisected(capsys, tmp_path / "repo", shas, "--store", str(store))
+    print(json.dumps(result["steps"], indent=1))
+    assert code == 1, result["summary"]
+    assert result["first_bad"] == shas[10] and result["last_good"] == shas[2]
+    assert result["measured"] <= 5
+    skipped = {s["revision"]: s["why"] for s in result["steps"] if s["kind"] == "skipped"}
+    assert skipped[shas[3]] == f"same inputs as {shas[2]}"  # the comment-only commit
+    assert skipped[shas[1]] == f"same inputs as {shas[0]}"  # an unrelated file
+    assert len(skipped) == 16 - 4
+    final = result["final"]
+    assert final["verdict"] == "regression" and final["ratio"] > 1.2
+    # The final pair is measured to its rounds, not only until its verdict.
+    assert final["rounds"] >= min(FINAL_ROUNDS, suite()["ab"]["max_rounds"])
+    top = final["attribution"]["attribution"]["rows"][0]
+    assert "matmul" in top["name"] and "512" in top["name"], top
+    assert "model source" in final["attribution"]["what_changed"]
+    # The text form of the same result names it, and the commits skipped by content.
+    text = "\n".join(text_lines(result, lambda sha: sha[:12]))
+    print(text)
+    assert f"FAIL: first bad revision: {shas[10][:12]} (" in text and "explains" in text
+    assert f"skipped {shas[3][:12]}: same inputs as {shas[2][:12]}" in text
+    # Each measured side is a run of the history under its commit.
+    assert result["history"]["runs"] == 2 * result["measured"], result["history"]
+    assert main(["history", "show", CASE, "--store", str(store), "--format", "json"]) == 0
+    held = {p["head_sha"] for s in json.loads(capsys.readouterr().out) for p in s["points"]}
+    assert {shas[0], shas[10]} <= held and held <= set(shas)
+
+
+@pytest.mark.e2e
+@pytest.mark.quiet
+def test_an_unmeasurable_change_is_no_bad_commit(tmp_path, capsys):
+    # An A/A verdict at a 5 % margin: quiet, as tests/test_ab.py's A/A pair.
+    shas = build_repo(tmp_path / "repo", {6: {"rows": "n"}})
+    code, result = bisected(capsys, tmp_path / "repo", shas)
+    assert code == 0, result["summary"]
+    assert result["first_bad"] is None and result["measured"] == 1
+    assert result["summary"].startswith("no bad revision")
+
+
+
+def fake_releases(monkeypatch, tmp_path) -> Path:
+    """Three releases of iree-base-compiler without the network: 1.0 and 1.1 are the
+    project's own iree-compile (one build: 1.1 is skipped by content), 1.2 a wrapper
+    around it that adds a codegen flag and logs each call (another build: measured).
+    Returns the wrapper's log."""
+    from workflow.backends import packages
+
+    compiler = Path(sys.executable).parent / "iree-compile"
+    log = tmp_path / "wrapper.log"
+    wrapper = tmp_path / "iree-1.2" / "iree-compile"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\n'
+                       f'exec "{compiler}" "$@" --iree-llvmcpu-disable-vector-peeling\n')
+    wrapper.chmod(0o755)
+    tools = {"1.0": compiler, "1.1": compiler, "1.2": wrapper}
+
+    def environment(package, version, cache):
+        assert package == "iree-base-compiler"
+        return packages.PackageEnv(package, version, tools[version].parent,
+                                   Path(sys.executable), {"iree-compile": tools[version]})
+
+    monkeypatch.setattr(packages, "releases", lambda package, good, bad: list(tools))
+    monkeypatch.setattr(packages, "environment", environment)
+    return log
+
+
+def test_a_package_bisection_measures_each_release_with_its_own_compiler(
+        tmp_path, monkeypatch, capsys):
+    log = fake_releases(monkeypatch, tmp_path)
+    home = tmp_path / "suite"
+    home.mkdir()
+    (home / "model.py").write_text(MODEL.format(width=256, rows="m", comment=""))
+    # Short budgets: the wiring is what is checked here, not a verdict.
+    write_suite(home / "suite.yaml", {**suite(), "ab": {"margin": 0.05, "max_rounds": 16,
+                                                         "budget_s": 5}})
+    code = main(["bisect", CASE, "--package", "iree-base-compiler", "--good", "1.0",
+                 "--bad", "1.2", "--configfile", str(home / "suite.yaml"),
+                 "--cache", str(tmp_path / "cache"), "--format", "json"])
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert code in (0, 1, 3), captured.err
+    assert result["kind"] == "release" and result["revisions"] == ["1.0", "1.1", "1.2"]
+    assert result["groups"] == 2
+    skipped = [s for s in result["steps"] if s["kind"] == "skipped"]
+    assert [(s["revision"], s["same_as"]) for s in skipped] == [("1.1", "1.0")]
+    ends = result["steps"][0]
+    assert (ends["kind"], ends["revision"], ends["against"]) == ("ends", "1.2", "1.0")
+    assert ends["verdict"] != "failed" and ends["rounds"] > 0, ends
+    # 1.2 was compiled by its own compiler, once; 1.0 by the project's.
+    calls = [c for c in log.read_text().splitlines() if "module.mlirbc" in c]
+    assert len(calls) == 1 and "builds/1.2/" in calls[0], calls
+
+
+CASES = [
+    ("bisect-not-a-repo", "--configfile in a directory that is no git repository",
+     "not in a git repository"),
+    ("bisect-unknown-rev", "--good names no commit", "--good 'nosuchrev': no such commit"),
+    ("bisect-good-after-bad", "--good is a later commit than --bad",
+     "is not an ancestor of --bad"),
+    ("bisect-unknown-case", "a case id the suite does not have",
+     "case 'sync/iree/nosuch/baseline': not in the suite at this revision"),
+    ("bisect-unknown-package", "--package names a package bisect cannot measure",
+     "--package 'numpy': bisect measures IREE cases"),
+    ("bisect-bad-history", "the suite's history section (where the steps are kept) has "
+     "an unknown key", "history: unknown key(s) ['paht']"),
+]
+
+
+@pytest.mark.parametrize("cid,desc,expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, cid, desc, expected):
+    repo = tmp_path / "repo"
+    if cid == "bisect-not-a-repo":
+        repo.mkdir()
+        write_suite(repo / "suite.yaml", suite())
+        shas = ["HEAD", "HEAD~1"]
+    else:
+        shas = build_repo(repo, {})[:3]
+    if cid == "bisect-bad-history":  # the working copy's suite: read before measuring
+        write_suite(repo / "suite.yaml", {**suite(), "history": {"paht": "h"}})
+    case = "sync/iree/nosuch/baseline" if cid == "bisect-unknown-case" else CASE
+    good, bad = {"bisect-unknown-rev": ("nosuchrev", shas[-1]),
+                 "bisect-good-after-bad": (shas[-1], shas[0])}.get(cid, (shas[0], shas[-1]))
+    extra = ["--package", "numpy"] if cid == "bisect-unknown-package" else []
+    code = main(["bisect", case, "--good", good, "--bad", bad, "--configfile",
+                 str(repo / "suite.yaml"), "--cache", str(tmp_path / "cache"), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and expected in err[0], err
+
+
+def side_steps(shas: list[str]) -> tuple[list, dict]:
+    """Two measured steps (ends, then a midpoint against the good end) and a failed
+    one, as bisect/run.py collects them, with each revision's prepared case: what the
+    history is given after a bisection, built here without measuring."""
+    from workflow.bisect.history import now
+    from workflow.bisect.search import Step
+
+    identity = {"id": CASE, "model": "widening", "config": "default", "dtype": "f32",
+                "shape": [64, 256], "sku": "sync", "backend": "iree", "recipe": "baseline",
+                "mode": "inference", "workload": "widening-64x256-f32", "device": "cpu"}
+    built = {sha: {"identity": identity, "key": f"{i:x}" * 64,
+                   "sku": {"measurement": {"noisy_cv": 0.1}, "iree": {"device": "local-sync"}}}
+             for i, sha in enumerate(shas)}
+
+    def step(base, new, base_ms, new_ms):
+        row = {"base": base, "new": new, "base_ms": base_ms, "new_ms": new_ms,
+               "invocation": {"base": {"repetitions": 3}, "new": {"repetitions": 3}},
+               "measured_at": now(), "ratio": new_ms[0] / base_ms[0], "verdict": "regression"}
+        return Step(base, new, "regression", row["ratio"], None, len(base_ms), row)
+
+    failed = Step(shas[0], shas[1], "failed", row={"base": shas[0], "new": shas[1],
+                                                    "error": "compile failed"})
+    return [step(shas[0], shas[2], [1.0, 1.1, 1.0], [2.0, 2.1, 2.2]), failed,
+            step(shas[0], shas[1], [1.0, 1.05, 1.0], [1.0, 1.0, 1.02])], built
+
+
+def test_the_steps_sides_land_in_the_history_under_their_shas(tmp_path, capsys):
+    from workflow.bisect.history import history_line, keep
+    from workflow.bisect.run import Source
+    from workflow.suite.defaults import history_defaults
+
+    shas = [c * 40 for c in "abc"]
+    steps, built = side_steps(shas)
+    source = Source("commit", "repo", "suite.yaml", shas, tree=lambda sha: tmp_path,
+                    suite_dir=tmp_path)
+    store = tmp_path / "store"
+    kept = keep(steps, built, source, history_defaults(), store, tmp_path / "reports")
+    assert kept["runs"] == 4 and len(kept["ingested"]) == 4, kept  # the failed step: none
+    assert history_line(kept).startswith(f"history: 4 run(s) of the steps' sides kept in "
+                                         f"{store}")
+    assert main(["history", "show", CASE, "--store", str(store), "--format", "json"]) == 0
+    series = json.loads(capsys.readouterr().out)
+    points = [p for s in series for p in s["points"]]
+    assert sorted(p["head_sha"] for p in points) == sorted([shas[0], shas[2], shas[0],
+                                                             shas[1]])
+    slow = [p for p in points if p["head_sha"] == shas[2]]
+    assert len(slow) == 1 and slow[0]["value"] == pytest.approx(2.1)
+    # The same sides again add nothing (ingest knows its measurements).
+    again = keep(steps, built, source, history_defaults(), store, tmp_path / "again")
+    assert again["ingested"] == [] and len(again["already"]) == 4
+
+
+def test_without_a_store_the_steps_are_not_kept_and_none_is_made(tmp_path, monkeypatch):
+    from workflow.bisect.history import keep
+    from workflow.bisect.run import Source
+    from workflow.suite.defaults import history_defaults
+
+    monkeypatch.chdir(tmp_path)
+    shas = [c * 40 for c in "abc"]
+    steps, built = side_steps(shas)
+    source = Source("commit", "repo", "suite.yaml", shas, tree=lambda sha: tmp_path,
+                    suite_dir=tmp_path)
+    config = history_defaults()
+    kept = keep(steps, built, source, config, None, tmp_path / "reports")
+    assert kept["skipped"] == (f"history: no store at {config['path']}: the steps' "
+                               "measurements were not kept (--store DIR keeps them there)")
+    assert not (tmp_path / config["path"]).exists()

@@ -1,0 +1,87 @@
+"""backends/proc.run_group: a tool that hangs is killed with its whole process group at its
+timeout (a profiler or a compiler driver that forks the real tool, which forks again),
+so that no process of it survives and the stage's failure comes back in time; run_tool
+and capture, which use it, say so as before."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from workflow.backends.proc import Timeout, capture, run_tool
+from workflow.errors import StageError
+
+# A "profiler" that starts the "tool" (a subshell), which starts a grandchild that sleeps;
+# each writes its process id first, and every one of them keeps the output pipes open.
+HANGING = """#!/bin/sh
+echo "parent $$"
+sh -c 'echo "child $$"; sleep 300 & echo "grandchild $!"; wait' &
+wait
+"""
+
+
+def pids(text: str) -> list[int]:
+    return [int(line.split()[1]) for line in text.splitlines() if line.split()[:1]
+            and line.split()[0] in ("parent", "child", "grandchild")]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead: it waits for its parent (the test runner's init) to reap it.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def hanging_tool(tmp_path):
+    script = tmp_path / "profiler.sh"
+    script.write_text(HANGING)
+    script.chmod(0o755)
+    return script
+
+
+def wait_gone(found: list[int], seconds: float = 5.0) -> list[int]:
+    """The processes still alive after up to `seconds` (a killed one may take a moment
+    to be reaped by init)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        left = [p for p in found if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in found if alive(p)]
+
+
+@pytest.mark.tool
+def test_a_hanging_tools_children_and_grandchildren_die_at_its_timeout(tmp_path):
+    log = tmp_path / "profile.log"
+    start = time.monotonic()
+    with pytest.raises(StageError) as err:
+        run_tool([hanging_tool(tmp_path)], stage="profile", timeout=1.0, log=log)
+    assert time.monotonic() - start < 10  # not the grandchild's 300 s
+    assert err.value.message == "timeout after 1 s: profiler.sh"
+    found = pids(log.read_text())
+    assert len(found) == 3, log.read_text()  # what they wrote before the kill is logged
+    assert wait_gone(found) == []
+
+
+@pytest.mark.tool
+def test_a_hanging_probe_is_killed_with_its_group_too(tmp_path):
+    with pytest.raises(Timeout, match="profiler.sh did not end within 1 s"):
+        capture([hanging_tool(tmp_path)], timeout=1.0)
+
+
+@pytest.mark.tool
+def test_a_tool_that_ends_in_time_is_read_as_before(tmp_path):
+    script = tmp_path / "ok.sh"
+    script.write_text("#!/bin/sh\necho out; echo err >&2; exit 3\n")
+    script.chmod(0o755)
+    proc = capture([script], timeout=30)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")

@@ -1,0 +1,5 @@
+"""`benchflow bisect` (issue 38): which commit, or which release of a tool, made a case
+change, found by paired A/B steps over the revisions between a good and a bad one. It
+owns the search over revisions, their trees and keys, and the steps' measurement; it
+imports the A/B stage's invocations (stages/ab.py), the IREE stages, the content keys
+and the statistics below it, and only cli/ imports it."""

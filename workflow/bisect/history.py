@@ -1,0 +1,136 @@
+"""A bisection's measurements into the history store (issue 38: "the steps' measurements
+land in the history store, each under its revision"): each side of each measured step
+is a run of its own, under its revision's commit (a release's version in the run's
+versions), so that `benchflow history show CASE` lists the steps' times beside the
+nightly runs.
+
+A side becomes a minimal benchflow report (one case, its timing summarized from the
+side's per-round times) written beside the bisection's cache and read back by the
+importers that `benchflow history ingest` uses: the report schema checks it there, and
+the rows are what an ingested report's would be. Only the times of the rounds are
+taken: each is one invocation of that side, as a case's invocation medians are.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from workflow.bisect.search import Step
+from workflow.errors import ConfigError
+from workflow.records.case import case_record, section
+from workflow.records.report import build_report
+from workflow.records.schemas import schema_problems
+from workflow.records.storage import write_json
+from workflow.stats.enums import Status
+from workflow.stats.summary import summarize
+from workflow.suite.defaults import history_defaults
+from workflow.suite.schema import load_schema, read_yaml
+
+SOURCE = "benchflow bisect"
+
+
+def now() -> str:
+    """When a step began (UTC, ISO 8601): its sides' runs are measured then."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def side_case(prepared: dict, times_ms: list[float], row: dict, role: str) -> dict:
+    """The case record of one side of a step: the case's identity at its revision, the
+    side's rounds as invocation medians, what it was paired with in its provenance."""
+    m = prepared["sku"]["measurement"]
+    timing = {**summarize(times_ms, m["noisy_cv"]), "first_run_ms": None,
+              "repetitions": row["invocation"][role]["repetitions"],
+              "measured_at": row["measured_at"]}
+    other = "new" if role == "base" else "base"
+    prov = {"started_at": row["measured_at"], "iree_device": prepared["sku"]["iree"]["device"],
+            "bisect": {"revision": row[role], "paired_with": row[other], "role": role,
+                       "ratio": row.get("ratio"), "verdict": row.get("verdict")}}
+    return case_record(prepared["identity"], status=Status.OK, stage=None, error=None,
+                       timing=section("timing", timing), provenance=prov)
+
+
+def side_reports(step: Step, built: dict, kind: str, package: str | None) -> list[tuple]:
+    """[(revision, report)] for both sides of a measured step (none for a failed one):
+    a commit's report names it as its git_sha; a release's sets the package's version
+    in the report's versions."""
+    row = step.row
+    if not row.get("base_ms"):
+        return []
+    out = []
+    for role, times in (("base", row["base_ms"]), ("new", row["new_ms"])):
+        name, prepared = row[role], built[row[role]]
+        report = build_report([side_case(prepared, times, row, role)],
+                              suite_name=SOURCE, config_hash=prepared["key"][:16],
+                              config_source=f"{SOURCE} {name}",
+                              git_sha=name if kind == "commit" else None)
+        if kind == "release":
+            report["provenance"]["versions"][package] = name
+        out.append((name, report))
+    return out
+
+
+def store_settings(configfile: Path) -> dict:
+    """The suite's `history` section, checked by the suite schema's rules for it and its
+    defaults filled, without loading the suite: that would import its model modules into
+    this process, which bisect/prepare.py keeps to a process per revision."""
+    raw = read_yaml(configfile)
+    section = raw.get("history", {}) if isinstance(raw, dict) else {}
+    schema = {"type": "object", "properties": {"history": load_schema()["properties"]["history"]}}
+    problems = schema_problems({"history": section}, schema, str(configfile))
+    if problems:
+        raise ConfigError(problems[:1])
+    return {**history_defaults(), **section}
+
+
+def open_store(config: dict, store: Path | None):
+    """The store the sides go to, or None with the line that says why not: `--store`
+    is made when absent (as ingest makes one), the suite's configured path only used
+    where it already is (a bisection makes no history in a place nobody named)."""
+    from workflow.stages import history
+
+    where = history.where(config, store=store)
+    if store is None and not config.get("url") and not Path(config["path"]).is_dir():
+        return None, where, (f"history: no store at {where}: the steps' measurements were "
+                             "not kept (--store DIR keeps them there)")
+    return history.store_of(config, store=store, create=True), where, None
+
+
+def keep(steps: list[Step], built: dict, source, store_config: dict, store: Path | None,
+         out_dir: Path) -> dict:
+    """Every measured side into the store: {"store", "ingested": run ids, "already",
+    "runs"} or {"store", "skipped": why}. A report or store that is refused is one
+    line (ConfigError), raised after the bisection's answer was printed."""
+    from workflow.stages import history
+
+    paths, shas = [], []
+    for i, step in enumerate(steps):
+        for role, (name, report) in zip(("base", "new"), side_reports(
+                step, built, source.kind, source.where), strict=False):
+            path = out_dir / f"step{i:02d}-{role}.json"
+            write_json(path, report)
+            paths.append(path)
+            shas.append(name if source.kind == "commit" else None)
+    if not paths:
+        return {"store": None, "skipped": "no step was measured"}
+    runs = []
+    for path, sha in zip(paths, shas, strict=True):
+        # The revision's commit, not the checkout's: git of the cache knows neither.
+        runs += history.read([path], overrides={"head_sha": sha} if sha else {},
+                             suite_dir=source.suite_dir)
+    st, where, why = open_store(store_config, store)
+    if st is None:
+        return {"store": where, "skipped": why}
+    try:
+        done = history.ingest(runs, st)
+    finally:
+        st.close()
+    return {"store": where, **done, "runs": len(runs)}
+
+
+def history_line(kept: dict) -> str:
+    """The text output's line about the store."""
+    if kept.get("skipped"):
+        return kept["skipped"]
+    return (f"history: {len(kept['ingested'])} run(s) of the steps' sides kept in "
+            f"{kept['store']} ({len(kept['already'])} already there)")

@@ -1,0 +1,107 @@
+"""A bisection step: two revisions' modules, each built at its own revision
+(bisect/prepare.py), interleaved in the A/B protocol's rounds (stages/ab.py's invocations
+and profiles, measure/pairs.interleave, measure/plans.ab_plan) and explained as an A/B
+row is (stages/ab.attribution_of). Only the modules differ from an ab_pairs row: there
+the two sides share one export, here each side has its own, made from its revision's
+model sources.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from workflow.backends.iree import tools as iree
+from workflow.bisect.search import Step
+from workflow.errors import StageError
+from workflow.measure.pairs import interleave, seed_of
+from workflow.measure.plans import ab_plan
+from workflow.stages.ab import _invocation, _profiles, attribution_of, round_settings
+from workflow.stages.iree import _benchmark, sku_tool
+from workflow.stats.enums import ABVerdict
+
+SIDES = ("base", "new")
+
+# The rounds before the final pair's first look (the pair the answer reports, first bad
+# against last good). A step may stop at its first look (8 rounds at the defaults) once
+# its verdict is decided, and there the median's interval is about the range of the
+# rounds ([1.32, 3.01] for a x2 change on a loaded 2-core machine). The plan's own width
+# target cannot be required instead: a look stops on a decided verdict before it asks
+# for the width (stats/sequential.decide). At 32 rounds the interval is the 9th to the
+# 24th of the sorted ratios: about +-6 % at a 10 % spread per round (simulated under
+# the default plan), against +-14 % at 8; 64 would buy +-4 % for twice the time. The
+# plan still stops there when the verdict is decided or the width reached, so its
+# alpha spending holds (the first look is fixed before any round).
+FINAL_ROUNDS = 32
+
+
+def scaled(ab: dict, scale: int, final: bool = False) -> dict:
+    """The suite's `ab` settings with `scale` times the rounds and seconds: what an
+    inconclusive step is measured again with; `final`: the first look at FINAL_ROUNDS
+    (at most max_rounds)."""
+    out = {**ab, "max_rounds": ab["max_rounds"] * scale, "budget_s": ab["budget_s"] * scale}
+    if final:
+        out["min_rounds"] = max(ab["min_rounds"], min(FINAL_ROUNDS, out["max_rounds"]))
+    return out
+
+
+def _failed(row: dict, side: str, failed: dict) -> Step:
+    row = {**row, "verdict": ABVerdict.FAILED, "failed_stage": failed["stage"],
+           "error": f"{row[side]}: {failed['error']}"}
+    return Step(base=row["base"], new=row["new"], verdict=ABVerdict.FAILED, row=row)
+
+
+def _side(prepared: dict, kernels: dict | None, argv: list[str]) -> dict:
+    """A side as attribution_of reads a record: its kernels, flags and provenance (the
+    tools' builds and the model's sources by digest: what a revision changed)."""
+    return {"sku": prepared["identity"]["sku"], "kernels": kernels,
+            "compile": {"flags": prepared["compile_flags"]},
+            "provenance": {"iree_device": prepared["sku"]["iree"]["device"],
+                           "benchmark_tool": argv[0], "builds": prepared["parts"]["tools"],
+                           "model_sources": prepared["model_sources"]}}
+
+
+def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int,
+                 log: str, final: bool = False) -> Step:
+    """The paired A/B of two built revisions (`sides`: prepare's answers, base first)
+    with the base side's suite `ab` settings scaled by `scale` (`final`: at least
+    FINAL_ROUNDS rounds). A side that failed to build, or a tool that failed in a round,
+    is a failed step naming the revision."""
+    base, new = sides
+    row = {"base": names[0], "new": names[1], "workload": base["identity"]["workload"],
+           "kind": "iree"}
+    for side, prepared in zip(SIDES, sides, strict=True):
+        if prepared.get("error") or prepared.get("failed"):
+            return _failed(row, side, prepared.get("failed")
+                           or {"stage": "suite", "error": prepared.get("error")})
+    ab, timeout = scaled(base["ab"], scale, final), base["timeouts"]["run_s"]
+    skus = {side: p["sku"] for side, p in zip(SIDES, sides, strict=True)}
+    invocation = {side: round_settings(ab, skus[side]["measurement"]) for side in SIDES}
+    with tempfile.TemporaryDirectory() as tmp:
+        argvs = {}
+        for side, p in zip(SIDES, sides, strict=True):
+            (Path(tmp) / side).mkdir()
+            args = iree.write_input_files(p["inputs"], p["dtypes"], Path(tmp) / side)
+            r = invocation[side]
+            argvs[side] = iree.benchmark_argv(
+                sku_tool(skus[side], "benchmark_tool"), p["vmfb"], "main", args, skus[side],
+                repetitions=r["repetitions"], warmup_s=r["min_warmup_time_s"],
+                min_time=f"{r['min_time_s']:g}s")
+        try:
+            for side in SIDES:  # untimed: a fresh module's first call pays page faults
+                _benchmark(argvs[side], timeout, log)
+            seed = seed_of(*names, row["workload"], str(scale))
+            measured = interleave(
+                _invocation(argvs["base"], timeout, log, skus["base"]["measurement"], seed),
+                _invocation(argvs["new"], timeout, log, skus["new"]["measurement"], seed + 1),
+                ab_plan(ab), budget_s=ab["budget_s"], seed=seed,
+                max_retakes=ab["max_retakes"])
+            profiles = _profiles(argvs, "base", "new", skus, timeout, log)
+        except StageError as exc:
+            return _failed(row, "new", {"stage": exc.stage, "error": exc.message})
+    row.update(measured, commands=argvs, invocation=invocation, scale=scale)
+    kernels = profiles or {}
+    row["attribution"] = attribution_of(row, _side(base, kernels.get("base"), argvs["base"]),
+                                        _side(new, kernels.get("new"), argvs["new"]))
+    return Step(base=names[0], new=names[1], verdict=row["verdict"], ratio=row["ratio"],
+                ci=row.get("ci95") or row.get("ci"), rounds=row["rounds"], row=row)

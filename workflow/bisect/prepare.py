@@ -1,0 +1,121 @@
+"""One revision of a bisection, in a process of its own: its suite loaded from its tree,
+the case found, its content key computed without measuring, and, when asked, its export
+and module built into the revision's cache directory.
+
+A process per revision because a revision's model file registers its model by name,
+and every revision's file registers the same name: two revisions in one process would
+be one model registered twice (models/registry.py), or worse, the first one's code
+serving both. `python -m workflow.bisect.prepare REQUEST_JSON OUT_JSON`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from workflow.backends.proc import worker_main
+from workflow.errors import ConfigError
+from workflow.records.storage import read_json, write_json
+
+# Where the revision's tree appears in its key's parts: the key of two revisions with
+# the same model files is the same although their trees are extracted in two places.
+TREE = "<revision>"
+
+
+def find_case(suite, case_id: str, where: str):
+    """The suite's case of that id (as `benchflow list --cases` prints it)."""
+    for case in suite.cases:
+        if case.id == case_id:
+            return case
+    ids = [c.id for c in suite.cases]
+    raise ConfigError([f"{where}: case {case_id!r}: not in the suite at this revision; "
+                       f"expected one of `benchflow list --cases` ({len(ids)} case(s)"
+                       + (f", e.g. {ids[0]}" if ids else "") + ")"])
+
+
+def _relative(data, tree: Path):
+    """`data` with the tree's absolute path replaced by TREE (a JSON round trip)."""
+    text = json.dumps(data, sort_keys=True, default=str)
+    return json.loads(text.replace(str(tree.resolve()), TREE))
+
+
+def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) -> dict:
+    """The case at this revision: {key, parts, sku, spec, identity, ab, timeouts,
+    model_sources}; `tools` overrides the SKU's iree tools (a package bisection's
+    environment). ConfigError when the suite does not load or has no such case, or the
+    case is not an IREE one."""
+    from workflow.backends.iree import gpu_chip
+    from workflow.backends.iree import tools as iree
+    from workflow.stages import keys
+    from workflow.suite.load import IREE, load
+
+    where = f"{suite_rel} at {label}"
+    suite = load([tree / suite_rel])
+    case = find_case(suite, case_id, where)
+    if case.backend_kind != IREE:
+        raise ConfigError([f"{where}: case {case_id!r}: backend {case.backend!r}; bisect "
+                           "measures IREE cases (expected a case whose backend is iree)"])
+    sku = dict(suite.sku(case.sku))
+    sku["iree"] = {**sku["iree"], **{k: str(v) for k, v in tools.items()}}
+    sku, choice = gpu_chip.resolve_auto_chip(sku)
+    if choice is not None and choice.chip is None:
+        raise ConfigError([f"{where}: sku {case.sku}: target_chip auto: {choice.reason}"])
+    spec = case.workload.export_spec()
+    device_here = iree.device_absent_reason(sku["iree"]["device"]) is None
+    parts = keys.case_parts({"spec": spec, "identity": case.identity()}, sku,
+                            keys.dtype_tolerances(suite.config["accuracy"]), device_here,
+                            choice.key() if choice else None)
+    parts = _relative(parts, tree)
+    return {"key": keys.digest(parts), "parts": parts, "sku": sku, "spec": spec,
+            "identity": case.identity(), "ab": suite.config["ab"],
+            "timeouts": suite.config["timeouts"],
+            "model_sources": parts["export"]["model sources"]}
+
+
+def build(prepared: dict, out: Path) -> dict:
+    """The revision's export and module under `out` (the export reused while its content
+    key holds: stages/iree.export). Returns {vmfb, inputs, dtypes, compile_flags} or
+    {failed: {stage, error}}: a model that does not export or compile at a revision is
+    that revision's failed step, never a lost bisection."""
+    from workflow.backends.iree import tools as iree
+    from workflow.stages.iree import compile_module, export
+
+    out.mkdir(parents=True, exist_ok=True)
+    log, timeouts = str(out / "bisect.log"), prepared["timeouts"]
+    files = {k: str(out / "export" / f) for k, f in (
+        ("mlir", "module.mlirbc"), ("inputs", "inputs.npz"),
+        ("reference", "reference.npz"), ("meta", "export.json"))}
+    exported = export(spec=prepared["spec"], timeout=timeouts["export_s"], log=log, **files)
+    if not exported.ok:
+        return {"failed": {"stage": exported.failed_stage or "export", "error": exported.error}}
+    vmfb = out / "compile" / "module.vmfb"
+    vmfb.parent.mkdir(parents=True, exist_ok=True)
+    compiled = compile_module(mlir=files["mlir"], export_meta=files["meta"],
+                              sku=prepared["sku"], timeout=timeouts["compile_s"],
+                              vmfb=str(vmfb), meta=str(vmfb.parent / "compile.json"), log=log)
+    absent = compiled.ok and iree.device_absent_reason(prepared["sku"]["iree"]["device"])
+    if absent or not compiled.ok:
+        return {"failed": {"stage": "run" if absent else (compiled.failed_stage or "compile"),
+                           "error": absent or compiled.error}}
+    dtypes = [i["dtype"] for i in read_json(files["meta"])["inputs"]]
+    return {"vmfb": str(vmfb), "inputs": files["inputs"], "dtypes": dtypes,
+            "compile_flags": iree.compile_flags(prepared["sku"]), "failed": None}
+
+
+def main(argv: list[str]) -> None:
+    request, out = json.loads(argv[0]), argv[1]
+    try:
+        prepared = case_key(Path(request["tree"]), request["suite"], request["case"],
+                            request.get("tools") or {}, request["label"])
+    except ConfigError as exc:
+        write_json(out, {"error": " ".join(exc.problems)})
+        return
+    if request.get("build"):
+        prepared.update(build(prepared, Path(request["build"])))
+    write_json(out, prepared)
+
+
+if __name__ == "__main__":
+    worker_main(main)
+    sys.exit(0)

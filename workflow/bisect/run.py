@@ -1,0 +1,161 @@
+"""A bisection from start to end: the revisions (commits of a repository, or releases of
+a package), each one's content key for the case (bisect/prepare.py, a process each),
+the search over the groups of equal keys (bisect/search.py) with paired A/B steps
+(bisect/measure.py), each side built once at its own revision."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflow.backends.proc import run_python
+from workflow.bisect import revisions as git
+from workflow.bisect.history import now
+from workflow.bisect.measure import FINAL_ROUNDS, measure_pair
+from workflow.bisect.search import Revision, Step, bisect
+from workflow.errors import ConfigError, StageError
+from workflow.records.storage import read_json
+from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+
+# The packages whose releases an IREE case is bisected over, and the SKU keys their
+# tools become (the suite's own per-SKU tool keys: suite/load.py).
+PACKAGE_TOOLS = {"iree-base-compiler": {"compile_tool": "iree-compile"},
+                 "iree-base-runtime": {"benchmark_tool": "iree-benchmark-module"}}
+KEY_TIMEOUT_S = 300
+
+
+@dataclass
+class Source:
+    """What is bisected: `names` good..bad, each one's tree, tools and how it is shown."""
+    kind: str                                   # commit | release
+    where: str                                  # the repository, or the package
+    suite: str                                  # the suite file, relative to a tree
+    names: list[str]
+    tree: Callable[[str], Path]
+    tools: Callable[[str], dict] = field(default=lambda name: {})
+    # The suite's directory here: where git says which repository and branch the
+    # history's runs of the steps belong to (history/runs.fill_meta).
+    suite_dir: Path | None = None
+
+    def label(self, name: str) -> str:
+        return name[:12] if self.kind == "commit" else name
+
+
+def commit_source(repo: Path | None, suite: Path, good: str, bad: str, cache: Path) -> Source:
+    """The commits from good to bad of `repo` (default: the suite's repository)."""
+    root = git.repo_root(repo or suite.resolve().parent)
+    rel = git.suite_in_repo(root, suite)
+    names = git.commits(root, good, bad)
+    return Source("commit", str(root), rel, names,
+                  tree=lambda sha: git.materialize(root, sha, cache),
+                  suite_dir=suite.resolve().parent)
+
+
+def package_source(package: str, suite: Path, good: str, bad: str, cache: Path) -> Source:
+    """The releases of `package` from good to bad (workflow/backends/packages.py: each
+    installed once into an environment of its own under the cache), the suite as it is
+    here, its case's SKU given that environment's tools."""
+    from workflow.backends import packages
+
+    if package not in PACKAGE_TOOLS:
+        known = ", ".join(PACKAGE_TOOLS)
+        raise ConfigError([f"--package {package!r}: bisect measures IREE cases, whose tools "
+                           f"come from {known}; expected one of those (torch and torchao "
+                           "releases change torch cases, which bisect does not measure yet)"])
+    names = packages.releases(package, good, bad)
+    if len(names) < 2:
+        raise ConfigError([f"--package {package}: {good}..{bad} holds {len(names)} "
+                           "release(s); expected two or more, good before bad"])
+    envs = cache / "packages"
+
+    def tools(version: str) -> dict:
+        env = packages.environment(package, version, envs)
+        return {key: str(env.tools[tool]) for key, tool in PACKAGE_TOOLS[package].items()}
+
+    return Source("release", package, suite.name, names,
+                  tree=lambda version: suite.resolve().parent, tools=tools,
+                  suite_dir=suite.resolve().parent)
+
+
+def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> dict:
+    """prepare's answer for one revision, in a process of its own. A failure of the
+    process (its model raised) is the revision's failed build."""
+    out_dir = cache / "builds" / name
+    request = {"tree": str(source.tree(name)), "suite": source.suite, "case": case,
+               "tools": source.tools(name), "label": source.label(name),
+               "build": str(out_dir) if build else None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        answer = Path(tmp) / "prepared.json"
+        try:
+            run_python("workflow.bisect.prepare", [json.dumps(request), str(answer)],
+                       stage="prepare", timeout=KEY_TIMEOUT_S, log=str(out_dir / "bisect.log"))
+        except StageError as exc:
+            return {"failed": {"stage": exc.stage, "error": exc.message}, "key": f"? {name}"}
+        return read_json(answer)
+
+
+def keyed(source: Source, case: str, cache: Path) -> list[Revision]:
+    """Every revision with its case's content key. The case must be in the suite at
+    both ends (ConfigError); a revision between them whose suite does not load gets a
+    key of its own, and fails if it is measured."""
+    out = []
+    for i, name in enumerate(source.names):
+        prepared = _prepare(source, name, case, cache, build=False)
+        if prepared.get("error") and i in (0, len(source.names) - 1):
+            raise ConfigError([prepared["error"]])
+        out.append(Revision(name, prepared.get("key") or f"? {name}"))
+    return out
+
+
+# keep(steps, built) -> what became of them in the history (bisect/history.keep).
+Keep = Callable[[list[Step], dict], dict]
+
+
+def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None = None) -> dict:
+    """The bisection's result (search.bisect's), steps labelled, the revisions' count,
+    the final pair's row (its attribution) when a first bad revision was found, and
+    with `keep`, what became of the steps' measurements in the history ("history": a
+    store refused is its one line under "error", and the bisection's answer stands)."""
+    revisions = keyed(source, case, cache)
+    built: dict[str, dict] = {}
+    measured: list[Step] = []
+    log = str(cache / "bisect.log")
+
+    def measure(base: str, new: str, scale: int, final: bool = False) -> Step:
+        for name in (base, new):
+            if name not in built:
+                built[name] = _prepare(source, name, case, cache, build=True)
+        say(f"measuring {source.label(new)} against {source.label(base)}"
+            + (f" (x{scale} budget)" if scale > 1 else "")
+            + (f" (final pair: {FINAL_ROUNDS} rounds at least)" if final else "") + " ...")
+        sys.stdout.flush()
+        started = now()
+        step = measure_pair((base, new), (built[base], built[new]), scale=scale, log=log,
+                            final=final)
+        step.row["measured_at"] = started
+        measured.append(step)
+        say(f"  {step.verdict}" + (f" x{step.ratio:.3f}" if step.ratio else "")
+            + (f" in {step.rounds} rounds" if step.rounds else "")
+            + (f" ({step.row.get('error')})" if step.row.get("error") else ""))
+        return step
+
+    result = bisect(revisions, measure, final_rounds=FINAL_ROUNDS)
+    final = result.pop("final")
+    result.update(kind=source.kind, where=source.where, case=case,
+                  revisions=[r.name for r in revisions],
+                  final=final.row if final is not None else None)
+    if keep is not None:
+        try:
+            result["history"] = keep(measured, built)
+        except ConfigError as exc:
+            result["history"] = {"error": " ".join(exc.problems)}
+    return result
+
+
+# The first word of the result's line, as the gates and `history detect` head theirs.
+OUTCOME_HEADS = {PASSED: "ok", REGRESSED: "FAIL", UNJUDGED: "COULD NOT JUDGE"}

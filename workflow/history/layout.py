@@ -1,0 +1,145 @@
+"""What an embedded history store's directory is, before chdb is let at it: benchflow's
+marker (`benchflow-store.json`, written when `ingest` creates the store and rewritten
+after every write with the row count then held), chdb's own layout (metadata/*.sql,
+metadata/<db>/<table>.sql, data/, store/<uuid>/<part>/...), and a snapshot to read from.
+
+Why before: chdb moves a part it finds cut short to detached/broken-on-start_* when it
+starts, and answers "no rows" for it; a table whose metadata file is missing is simply
+absent, and benchflow's CREATE TABLE IF NOT EXISTS would then make a new, empty one over
+the old data. So the directory is judged first (an allow-list of what a store holds),
+reads run on a snapshot of it (parts hard-linked: ClickHouse never changes a part's
+files in place; everything else copied), and a write first opens such a snapshot to see
+what chdb makes of the store. A store made before the marker existed (chdb's layout with
+benchflow's table, no marker) is a legacy store: it opens, and gets its marker at its
+next write."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from workflow.errors import ConfigError
+
+MARKER = "benchflow-store.json"
+FORMAT = "benchflow-history-store"
+VERSION = 1
+LOCK_NAME = "benchflow.lock"
+TABLE_SQL = Path("metadata", "benchmark", "oss_ci_benchmark_v3.sql")
+DATABASE_SQL = Path("metadata", "benchmark.sql")
+# What chdb (ClickHouse's embedded server) keeps in its directory, and benchflow's own
+# files beside it (its lock; an insert's rows file a crash left behind).
+CHDB_ENTRIES = frozenset({"metadata", "data", "store", "tmp", "user_files", "format_schemas",
+                          "flags", "metadata_dropped", "status", "preprocessed_configs",
+                          "user_scripts", "dictionaries_lib", "access",
+                          "named_collections", "user_defined", "uuid"})
+OWN_ENTRIES = frozenset({MARKER, LOCK_NAME, MARKER + ".tmp"})
+MAX_MARKER_BYTES = 64 * 1024
+
+
+def damaged(path: Path, what: str) -> ConfigError:
+    return ConfigError([f"{path}: history store is damaged: {what}; it was left as it was. "
+                        f"Expected an intact store: restore it from a backup, or move it "
+                        f"aside (mv {path} {path}.damaged) and ingest the reports again"])
+
+
+def not_a_store(path: Path, why: str) -> ConfigError:
+    return ConfigError([f"{path}: not a benchflow history store ({why}); expected an "
+                        "empty or new directory for `benchflow history ingest`, or a store "
+                        f"it made (it holds {MARKER})"])
+
+
+def _own(name: str) -> bool:
+    return name in OWN_ENTRIES or (name.startswith("insert-") and name.endswith(".jsonl"))
+
+
+def state(path: Path) -> tuple[str, dict | None]:
+    """("absent" | "empty" | "marked" | "legacy", the marker or None); raises ConfigError
+    for a directory that is no store or a damaged one (module docstring)."""
+    if not path.exists():
+        return "absent", None
+    if not path.is_dir():
+        raise not_a_store(path, "it is not a directory")
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise ConfigError([f"{path}: history store: cannot list it ({exc.strerror}); "
+                           "expected a readable directory"]) from None
+    if all(_own(n) and n != MARKER for n in names):
+        return "empty", None
+    foreign = [n for n in names if n not in CHDB_ENTRIES and not _own(n)]
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise not_a_store(path, f"it holds {shown}, which a store does not")
+    marker = read_marker(path) if MARKER in names else None
+    if not (path / DATABASE_SQL).is_file() or not (path / TABLE_SQL).is_file():
+        missing = DATABASE_SQL if not (path / DATABASE_SQL).is_file() else TABLE_SQL
+        if marker is None and not (path / "metadata").is_dir():
+            raise not_a_store(path, f"no {MARKER} and no chdb metadata/")
+        raise damaged(path, f"the table's metadata file {missing} is missing")
+    return ("marked" if marker is not None else "legacy"), marker
+
+
+def read_marker(path: Path) -> dict:
+    file = path / MARKER
+    try:
+        if not file.is_file() or file.stat().st_size > MAX_MARKER_BYTES:
+            raise ValueError("not a regular file of at most 64 KiB")
+        doc = json.loads(file.read_bytes().decode("utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        raise damaged(path, f"{MARKER} is unreadable ({' '.join(str(exc).split())[:80]})"
+                      ) from None
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT \
+            or isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise damaged(path, f"{MARKER} is not benchflow's marker (format {FORMAT!r}, rows)")
+    if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
+        raise ConfigError([f"{path}: {MARKER}: version {doc.get('version')!r}; expected at "
+                           f"most {VERSION} (a newer benchflow made this store)"])
+    return doc
+
+
+def write_marker(path: Path, rows: int) -> None:
+    """Atomically: a reader never sees half a marker."""
+    tmp = path / (MARKER + ".tmp")
+    tmp.write_text(json.dumps({"format": FORMAT, "version": VERSION, "rows": rows}) + "\n")
+    os.replace(tmp, path / MARKER)
+
+
+def detached(path: Path) -> set[str]:
+    """Every detached part (store/<prefix>/<uuid>/detached/<name>) by its path."""
+    return {str(p.relative_to(path)) for p in path.glob("store/*/*/detached/*")}
+
+
+def snapshot(path: Path) -> Path:
+    """A private copy of the store to open: files under store/ other than .sql are
+    hard-linked where the filesystem allows (a part's files are immutable), else copied;
+    benchflow's own files are left out. The caller removes it."""
+    out = Path(tempfile.mkdtemp(prefix="benchflow-history-"))
+    try:
+        for name in os.listdir(path):
+            src, dst = path / name, out / name
+            if _own(name):
+                continue
+            if src.is_dir() and not src.is_symlink():
+                copy = _link_or_copy if name == "store" else shutil.copy2
+                shutil.copytree(src, dst, symlinks=True, copy_function=copy)
+            else:
+                shutil.copy2(src, dst, follow_symlinks=False)
+    except OSError as exc:
+        shutil.rmtree(out, ignore_errors=True)
+        raise ConfigError([f"{path}: history store: cannot read it ({exc.strerror}: "
+                           f"{exc.filename}); expected a readable store"]) from None
+    return out
+
+
+def _link_or_copy(src: str, dst: str) -> str:
+    if not src.endswith(".sql"):
+        try:
+            os.link(src, dst)
+            return dst
+        except OSError:  # another filesystem, a read-only mount: a copy then
+            pass
+    return shutil.copy2(src, dst)
