@@ -15,8 +15,20 @@ from workflow.stages.plan import (
     verify_batches,
 )
 from workflow.stages.iree import RUN_ID_ENV
+from workflow.stages.profile_check import profile_refusal
 from workflow.stages.resources import default_resource, slurm_in_use, slurm_warnings
 from workflow.stages.suite_dir import suite_dir
+
+# A profile value that makes no sense (jobs: 0, retries: -1, mem_mb: 0, runtime:
+# forever), which Snakemake would take or blame on a rule, refuses the run here: a line
+# each naming the profile file and the key, before any job is scheduled. Snakemake has
+# already changed to --directory, so a relative profile is also looked for next to this
+# file (workflow/stages/profile_check.py).
+if workflow.is_main_process:
+    PROFILE_REFUSAL = profile_refusal(sys.argv, os.environ, [os.getcwd(), workflow.basedir])
+    if PROFILE_REFUSAL:
+        print("\n".join(PROFILE_REFUSAL), file=sys.stderr)
+        sys.exit(2)
 
 # The suite: --configfile FILE (default config/config.yaml) plus --config overrides,
 # validated against config/schema.yaml before any job is scheduled, with the benchmark

@@ -25,6 +25,8 @@ SOURCES = (
     ("bisect", "tests.test_bisect"),
     ("package bisection", "tests.test_packages"),
     ("names and text from outside", "tests.test_outside_names"),
+    ("snakemake --config overrides", "tests.test_malformed_config_args"),
+    ("SLURM profile values", "tests.test_malformed_profiles"),
 )
 
 

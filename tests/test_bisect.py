@@ -56,18 +56,18 @@ def git(repo, *args) -> str:
                           text=True).stdout.strip()
 
 
-def build_repo(repo, commits: dict[int, dict]) -> list[str]:
-    """16 commits; commits[i] says what commit i (1-based) writes: model settings
-    (width, rows: the local variable's name, comment) or an unrelated file. Returns the
-    shas, oldest first."""
+def build_repo(repo, commits: dict[int, dict], n: int = 16, ab: dict | None = None) -> list[str]:
+    """n commits; commits[i] says what commit i (1-based) writes: model settings
+    (width, rows: the local variable's name, comment) or an unrelated file; `ab`: the
+    suite's A/B settings instead of suite()'s. Returns the shas, oldest first."""
     repo.mkdir()
     git(repo, "init", "-q")
     git(repo, "config", "user.email", "t@example.com")
     git(repo, "config", "user.name", "t")
     model = {"width": 256, "rows": "m", "comment": ""}
-    write_suite(repo / "suite.yaml", suite())
+    write_suite(repo / "suite.yaml", {**suite(), **({"ab": ab} if ab else {})})
     shas = []
-    for i in range(1, 17):
+    for i in range(1, n + 1):
         change = commits.get(i, {"notes": f"unrelated change {i}\n"})
         if "notes" in change:
             (repo / "notes.txt").write_text(change["notes"])
@@ -119,6 +119,7 @@ def test_the_commit_that_doubles_a_layer_is_named(tmp_path, capsys):
     assert f"skipped {shas[3][:12]}: same inputs as {shas[2][:12]}" in text
     # Each measured side is a run of the history under its commit.
     assert result["history"]["runs"] == 2 * result["measured"], result["history"]
+    capsys.readouterr()
     assert main(["history", "show", CASE, "--store", str(store), "--format", "json"]) == 0
     held = {p["head_sha"] for s in json.loads(capsys.readouterr().out) for p in s["points"]}
     assert {shas[0], shas[10]} <= held and held <= set(shas)
@@ -127,12 +128,17 @@ def test_the_commit_that_doubles_a_layer_is_named(tmp_path, capsys):
 @pytest.mark.e2e
 @pytest.mark.quiet
 def test_an_unmeasurable_change_is_no_bad_commit(tmp_path, capsys):
-    # An A/A verdict at a 5 % margin: quiet, as tests/test_ab.py's A/A pair.
-    shas = build_repo(tmp_path / "repo", {6: {"rows": "n"}})
+    # An A/A verdict at a 5 % margin: quiet, as tests/test_ab.py's A/A pair (under the
+    # parallel tier's load it would be inconclusive, and exit 3). Paid on every CI run:
+    # 6 commits (each is keyed in a process of its own), and 30 s of rounds at most (a
+    # quiet machine decides in a few seconds; 160 rounds bound it as suite() does).
+    shas = build_repo(tmp_path / "repo", {2: {"rows": "n"}, 4: {"comment": "# a comment"}},
+                      n=6, ab={"margin": 0.05, "max_rounds": 160, "budget_s": 30})
     code, result = bisected(capsys, tmp_path / "repo", shas)
     assert code == 0, result["summary"]
     assert result["first_bad"] is None and result["measured"] == 1
-    assert result["summary"].startswith("no bad revision")
+    assert result["summary"].startswith("no bad revision") and result["groups"] == 2
+    assert [s["kind"] for s in result["steps"]] == ["ends"] + ["skipped"] * 4
 
 
 
@@ -154,8 +160,12 @@ def fake_releases(monkeypatch, tmp_path) -> Path:
 
     def environment(package, version, cache):
         assert package == "iree-base-compiler"
+        # Each release timed with its own runtime (packages.COMPANIONS): here the
+        # project's, which runs what every one of these compilers makes.
+        runtime = Path(sys.executable).parent / "iree-benchmark-module"
         return packages.PackageEnv(package, version, tools[version].parent,
-                                   Path(sys.executable), {"iree-compile": tools[version]})
+                                   Path(sys.executable), {"iree-compile": tools[version],
+                                                          "iree-benchmark-module": runtime})
 
     monkeypatch.setattr(packages, "releases", lambda package, good, bad: list(tools))
     monkeypatch.setattr(packages, "environment", environment)
@@ -272,6 +282,9 @@ def test_the_steps_sides_land_in_the_history_under_their_shas(tmp_path, capsys):
                                                              shas[1]])
     slow = [p for p in points if p["head_sha"] == shas[2]]
     assert len(slow) == 1 and slow[0]["value"] == pytest.approx(2.1)
+    # Named as a bisection's, so that `history show` tells them from nightly runs.
+    assert main(["history", "show", "--store", str(store), "--format", "json"]) == 0
+    assert {r["name"] for r in json.loads(capsys.readouterr().out)} == {"benchflow bisect"}
     # The same sides again add nothing (ingest knows its measurements).
     again = keep(steps, built, source, history_defaults(), store, tmp_path / "again")
     assert again["ingested"] == [] and len(again["already"]) == 4

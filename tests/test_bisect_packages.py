@@ -5,9 +5,9 @@ release at which a case's time changed, or saying that none did.
 
 These need the network (the index) and about 80 MB of wheels per release, 30 s each to
 install here; the bisection itself a few minutes. One cache serves the whole module, so
-each release is installed once. 3.12.0 and 3.13.0: a module compiled by 3.11.0 does
-not load in 3.13.0's runtime (the HAL's dispatch import changed), and the runtime is the
-project's, so older compilers cannot be timed against it.
+each release is installed once. Three releases, 3.11.0 to 3.13.0: each is timed with its
+own runtime (packages.COMPANIONS), as a module compiled by 3.11.0 does not load in
+3.13.0's runtime (the HAL's dispatch import changed).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.conftest import FAST_MEASUREMENT, write_suite
 from workflow.backends.packages import environment, releases
 from workflow.errors import ConfigError
 
-GOOD, BAD = "3.12.0", "3.13.0"
+GOOD, MIDDLE, BAD = "3.11.0", "3.12.0", "3.13.0"
 PACKAGE = "iree-base-compiler"
 CASE = "sync/iree/linear-64x256x256-f32/baseline"
 pytestmark = [pytest.mark.tool, pytest.mark.slow]
@@ -95,13 +95,15 @@ def test_bisect_over_releases_names_the_release_or_none(tmp_path, cache):
                 timeout=1500, cwd=tmp_path)
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads(done.stdout)
-    assert result["kind"] == "release" and result["revisions"] == [GOOD, BAD]
+    assert result["kind"] == "release" and result["revisions"] == [GOOD, MIDDLE, BAD]
     if done.returncode == 1:
-        assert (result["last_good"], result["first_bad"]) == (GOOD, BAD)
+        order = [GOOD, MIDDLE, BAD]
+        assert result["first_bad"] in (MIDDLE, BAD)
+        assert result["last_good"] == order[order.index(result["first_bad"]) - 1]
     else:
         assert result["first_bad"] is None
-    ends = result["steps"][-1]
-    assert (ends["revision"], ends["against"]) == (BAD, GOOD)
+    [ends] = [s for s in result["steps"] if s["kind"] == "ends"]
+    assert (ends["revision"], ends["against"]) == (BAD, GOOD) and ends["verdict"] != "failed"
     # Each end was compiled by its own release; their dispatch counts say whether the
     # compiler split or fused the module differently.
     builds = {v: json.loads((cache / "builds" / v / "compile" / "compile.json").read_text())

@@ -123,6 +123,9 @@ def test_history_detect_prints_the_bisect_command_of_a_change():
         f"benchflow bisect {case} --package iree-base-compiler --good 3.9.0 --bad 3.10.0 "
         "--configfile SUITE")
     assert bisect_command(case, same, same) is None
+    # A case id from the store is quoted for the shell the line is pasted into.
+    assert bisect_command("a b;rm -rf x", {"head_sha": "aaa1"}, {"head_sha": "bbb2"}) == (
+        "benchflow bisect 'a b;rm -rf x' --good aaa1 --bad bbb2 --configfile SUITE")
 
 
 def test_skipped_revisions_name_the_one_whose_inputs_they_share():

@@ -45,6 +45,27 @@ def series(case, values, *, direction="lower", metric="latency median (ms)"):
             "direction": direction, "points": points}
 
 
+def test_a_bisections_steps_among_the_nightly_runs_locate_no_change():
+    """`benchflow bisect` keeps both sides of its steps in the store (query.BISECT_RUN):
+    past revisions measured today, after the nightly runs by time, good and bad as the
+    bisection went (every step's base is the good end). Change points are located on
+    the nightly runs alone: the nightly step, found as it was before the bisection;
+    taken as nightly runs, the tail's back and forth hides it."""
+    nightly = runs(n=10, step_at=5, factor=1.5, seed=1)
+    sides = (1.0, 1.5, 1.0, 1.0, 1.0, 1.5, 1.0, 1.5, 1.0, 1.0, 1.0)  # good 1.0, bad 1.5
+    steps = [runs(n=1, factor=f, step_at=0, seed=10 + i)[0] for i, f in enumerate(sides)]
+    mixed = series("case", [*nightly, *steps])
+    for p in mixed["points"][len(nightly):]:
+        p["bisect"] = True
+    result = detect_series([mixed], SETTINGS)
+    [cp] = result["change_points"]
+    assert cp["index"] == 5 and cp["kind"] == "regression"
+    assert result["series"][0]["left_out"] == len(steps)
+    for p in mixed["points"]:
+        p["bisect"] = False
+    assert [c["index"] for c in detect_series([mixed], SETTINGS)["change_points"]] != [5]
+
+
 def test_one_step_among_ten_series_is_found_at_the_sixth_run():
     flat = [series(f"case{i}", runs(seed=i)) for i in range(9)]
     slow = series("slow", runs(step_at=5, seed=99))

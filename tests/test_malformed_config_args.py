@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, tiny_suite, write_suite
 
 from snakemake_logger_plugin_benchflow.config_args import (
     config_entries,
@@ -17,6 +16,7 @@ from snakemake_logger_plugin_benchflow.config_args import (
     is_snakemake_cli,
     refuse_bad_config,
 )
+from tests.conftest import REPO, tiny_suite, write_suite
 
 # (id, description, the words after `snakemake`, expected fragment)
 CASES = [

@@ -114,6 +114,9 @@ COMMANDS = [
                                                        "suite (minutes)"),
     ("snakemake --profile profiles/slurm all", "skip", "needs a SLURM cluster (pytest -m slurm "
                                                        "tests the profile)"),
+    ("benchflow bisect ", "skip", "measures paired A/B steps between revisions (a minute); "
+     "tests/test_bisect.py runs it on a 16-commit repository, test_bisect_packages.py on "
+     "releases"),
     ("benchflow history ", "skip", "needs reports of full runs in a store; "
                                    "tests/test_history_cli.py runs each verb end to end"),
     ("snakemake results/history.html", "skip", "runs the suite first; "
@@ -126,6 +129,7 @@ COMMANDS = [
 # first characters, with what checks it (or nothing).
 OUTPUT_BLOCKS = {
     "benchflow: invalid suite, no job was run:": "test_the_refused_suite_example",
+    "$ benchflow bisect sync/iree/widening": "a real run of tests/test_bisect.py's repository",
     "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
@@ -153,6 +157,8 @@ OUTPUT_BLOCKS = {
                                                "(docs/attribution.md has all of it)",
     "cases: 5\n": "test_quoted_outputs_are_printed",
     "  cpu-host/iree/tiny_mlp.mlp_cpu/baseline": "test_quoted_outputs_are_printed",
+    "benchflow: results/ab.json: pairs[1]": "the line the Snakefile prints for an edited "
+                                            "ab.json (tests/test_ab_file.py checks it)",
     # docs/DESIGN.md's diagram and listings.
     "config/config.yaml (+ --configfile, --config)": "the DAG, drawn",
     'id            "cpu-host/iree/': "the case record's fields, listed",

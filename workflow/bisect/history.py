@@ -18,6 +18,7 @@ from pathlib import Path
 
 from workflow.bisect.search import Step
 from workflow.errors import ConfigError
+from workflow.history.query import BISECT_RUN
 from workflow.records.case import case_record, section
 from workflow.records.report import build_report
 from workflow.records.schemas import schema_problems
@@ -27,7 +28,7 @@ from workflow.stats.summary import summarize
 from workflow.suite.defaults import history_defaults
 from workflow.suite.schema import load_schema, read_yaml
 
-SOURCE = "benchflow bisect"
+SOURCE = BISECT_RUN
 
 
 def now() -> str:
@@ -83,26 +84,29 @@ def store_settings(configfile: Path) -> dict:
     return {**history_defaults(), **section}
 
 
-def open_store(config: dict, store: Path | None):
-    """The store the sides go to, or None with the line that says why not: `--store`
-    is made when absent (as ingest makes one), the suite's configured path only used
-    where it already is (a bisection makes no history in a place nobody named)."""
+def absent(config: dict, store: Path | None) -> str | None:
+    """Why the sides are not kept, or None: `--store` is made when absent (as ingest
+    makes one), the suite's configured path only used where it already is (a bisection
+    makes no history in a place nobody named)."""
     from workflow.stages import history
 
-    where = history.where(config, store=store)
     if store is None and not config.get("url") and not Path(config["path"]).is_dir():
-        return None, where, (f"history: no store at {where}: the steps' measurements were "
-                             "not kept (--store DIR keeps them there)")
-    return history.store_of(config, store=store, create=True), where, None
+        return (f"history: no store at {history.where(config)}: the steps' measurements "
+                "were not kept (--store DIR keeps them there)")
+    return None
 
 
 def keep(steps: list[Step], built: dict, source, store_config: dict, store: Path | None,
          out_dir: Path) -> dict:
     """Every measured side into the store: {"store", "ingested": run ids, "already",
     "runs"} or {"store", "skipped": why}. A report or store that is refused is one
-    line (ConfigError), raised after the bisection's answer was printed."""
+    line (ConfigError: bisect/run.py records it beside the bisection's answer)."""
     from workflow.stages import history
 
+    where = history.where(store_config, store=store)
+    why = absent(store_config, store)
+    if why:
+        return {"store": where, "skipped": why}
     paths, shas = [], []
     for i, step in enumerate(steps):
         for role, (name, report) in zip(("base", "new"), side_reports(
@@ -112,15 +116,14 @@ def keep(steps: list[Step], built: dict, source, store_config: dict, store: Path
             paths.append(path)
             shas.append(name if source.kind == "commit" else None)
     if not paths:
-        return {"store": None, "skipped": "no step was measured"}
+        return {"store": where, "skipped": "history: no step was measured, nothing kept"}
     runs = []
     for path, sha in zip(paths, shas, strict=True):
-        # The revision's commit, not the checkout's: git of the cache knows neither.
-        runs += history.read([path], overrides={"head_sha": sha} if sha else {},
-                             suite_dir=source.suite_dir)
-    st, where, why = open_store(store_config, store)
-    if st is None:
-        return {"store": where, "skipped": why}
+        # The revision's commit, not the checkout's; the name tells a step's side from a
+        # nightly run in `history show` (the series holds both).
+        overrides = {"name": SOURCE, **({"head_sha": sha} if sha else {})}
+        runs += history.read([path], overrides=overrides, suite_dir=source.suite_dir)
+    st = history.store_of(store_config, store=store, create=True)
     try:
         done = history.ingest(runs, st)
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 from workflow.backends.proc import run_python
 from workflow.bisect import revisions as git
 from workflow.bisect.history import now
-from workflow.bisect.measure import FINAL_ROUNDS, measure_pair
+from workflow.bisect.measure import FINAL_ROUNDS, measure_pair, scaled
 from workflow.bisect.search import Revision, Step, bisect
 from workflow.errors import ConfigError, StageError
 from workflow.records.storage import read_json
@@ -23,7 +23,10 @@ from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 
 # The packages whose releases an IREE case is bisected over, and the SKU keys their
 # tools become (the suite's own per-SKU tool keys: suite/load.py).
-PACKAGE_TOOLS = {"iree-base-compiler": {"compile_tool": "iree-compile"},
+# A compiler release is timed with its own runtime (packages.COMPANIONS): a module one
+# release compiles need not load in another's.
+PACKAGE_TOOLS = {"iree-base-compiler": {"compile_tool": "iree-compile",
+                                        "benchmark_tool": "iree-benchmark-module"},
                  "iree-base-runtime": {"benchmark_tool": "iree-benchmark-module"}}
 KEY_TIMEOUT_S = 300
 
@@ -99,17 +102,19 @@ def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> 
         return read_json(answer)
 
 
-def keyed(source: Source, case: str, cache: Path) -> list[Revision]:
-    """Every revision with its case's content key. The case must be in the suite at
-    both ends (ConfigError); a revision between them whose suite does not load gets a
-    key of its own, and fails if it is measured."""
-    out = []
+def keyed(source: Source, case: str, cache: Path) -> tuple[list[Revision], dict]:
+    """Every revision with its case's content key, and the good end's suite `ab`
+    settings. The case must be in the suite at both ends (ConfigError); a revision
+    between them whose suite does not load gets a key of its own, and fails if it is
+    measured."""
+    out, ab = [], {}
     for i, name in enumerate(source.names):
         prepared = _prepare(source, name, case, cache, build=False)
         if prepared.get("error") and i in (0, len(source.names) - 1):
             raise ConfigError([prepared["error"]])
+        ab = ab or prepared.get("ab") or {}
         out.append(Revision(name, prepared.get("key") or f"? {name}"))
-    return out
+    return out, ab
 
 
 # keep(steps, built) -> what became of them in the history (bisect/history.keep).
@@ -121,7 +126,7 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
     the final pair's row (its attribution) when a first bad revision was found, and
     with `keep`, what became of the steps' measurements in the history ("history": a
     store refused is its one line under "error", and the bisection's answer stands)."""
-    revisions = keyed(source, case, cache)
+    revisions, ab = keyed(source, case, cache)
     built: dict[str, dict] = {}
     measured: list[Step] = []
     log = str(cache / "bisect.log")
@@ -144,7 +149,10 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
             + (f" ({step.row.get('error')})" if step.row.get("error") else ""))
         return step
 
-    result = bisect(revisions, measure, final_rounds=FINAL_ROUNDS)
+    # A step against the good end with the final pair's rounds is the final pair itself
+    # (the rounds measure.scaled gives a final pair: FINAL_ROUNDS, at most max_rounds).
+    final_rounds = scaled(ab, 1, final=True)["min_rounds"] if ab else FINAL_ROUNDS
+    result = bisect(revisions, measure, final_rounds=final_rounds)
     final = result.pop("final")
     result.update(kind=source.kind, where=source.where, case=case,
                   revisions=[r.name for r in revisions],

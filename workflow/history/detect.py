@@ -7,6 +7,7 @@ exits as `check` and `ab` do: cli/options.EXIT_CODES).
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -37,11 +38,11 @@ def detect_series(series: list[dict], settings: Settings) -> dict:
         for p in s["points"]:
             runs.setdefault(p["run_id"], {"timestamp": p["timestamp"],
                                           "head_sha": p.get("head_sha") or ""})
-        clean = sum(1 for p in s["points"] if p.get("clean", True))
+        clean = sum(1 for p in s["points"] if _located_on(p))
         entry["left_out"] = len(s["points"]) - clean
         if clean < settings.min_runs:
             entry["reason"] = f"{len(s['points'])} runs, needs {settings.min_runs}" + (
-                f" clean ones ({entry['left_out']} disturbed)"
+                f" clean ones ({entry['left_out']} disturbed or bisection steps)"
                 if entry["left_out"] else "")
         else:
             entry["judged"] = True
@@ -52,12 +53,19 @@ def detect_series(series: list[dict], settings: Settings) -> dict:
             "runs": runs}
 
 
+def _located_on(point: dict) -> bool:
+    """Whether a change may be located on this point: not a run disturbed by outside
+    load, nor a bisection's step (a past revision measured today: among the nightly
+    runs by time, it would read as steps back and forth; query.BISECT_RUN)."""
+    return point.get("clean", True) and not point.get("bisect", False)
+
+
 def _series_change_points(s: dict, settings: Settings) -> list[dict]:
     """Change points among the clean points (a run the protocol marked disturbed by
     outside load is left out: on this shared machine half of the runs 1.4x slower than
     their case's median were so marked, and two of them one after the other read as a
     step); each one's index is then the point's in the whole series."""
-    points = [p for p in s["points"] if p.get("clean", True)]
+    points = [p for p in s["points"] if _located_on(p)]
     values = [p["values"] or [p["value"]] for p in points]
     cps = changepoints.detect(values, direction=s["direction"], settings=settings)
     where = {id(p): i for i, p in enumerate(s["points"])}
@@ -86,13 +94,16 @@ def bisect_command(case_id: str, before: dict, at: dict) -> str | None:
     suite is the one the runs measured: SUITE stands for it)."""
     a, b = (before.get("head_sha") or "").removesuffix("-dirty"), \
         (at.get("head_sha") or "").removesuffix("-dirty")
+    # Quoted: the ids and versions come from the store, and a reader pastes the line
+    # into a shell.
+    q = shlex.quote
     if a and b and a != b:
-        return f"benchflow bisect {case_id} --good {a} --bad {b} --configfile SUITE"
+        return f"benchflow bisect {q(case_id)} --good {q(a)} --bad {q(b)} --configfile SUITE"
     va, vb = before.get("versions") or {}, at.get("versions") or {}
     for name, package in BISECT_PACKAGES.items():
         if va.get(name) and vb.get(name) and va[name] != vb[name]:
-            return (f"benchflow bisect {case_id} --package {package} --good {va[name]} "
-                    f"--bad {vb[name]} --configfile SUITE")
+            return (f"benchflow bisect {q(case_id)} --package {package} --good "
+                    f"{q(va[name])} --bad {q(vb[name])} --configfile SUITE")
     return None
 
 

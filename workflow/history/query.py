@@ -14,6 +14,10 @@ from workflow.history.importers import values as limits
 
 # Which way is better, by unit: time, counts and sizes go down; rates, ratios and
 # accuracy go up. A unit not named here (a v3 file's own) is judged by its metric name.
+# The name of the runs `benchflow bisect` keeps (bisect/history.py): a past revision
+# measured today. In a series they sit among the nightly runs by the time they were
+# measured, so they are shown but never used to locate a change (history/detect.py).
+BISECT_RUN = "benchflow bisect"
 LOWER_UNITS = frozenset({"ms", "s", "us", "ns", "count", "bytes", "MB", "GB", "KB",
                          "MiB", "GiB"})
 HIGHER_UNITS = frozenset({"GFLOP/s", "TFLOP/s", "%", "x", "pcc", "tokens/s",
@@ -74,6 +78,7 @@ def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
                     # Disturbed by outside load, as its run's protocol judged:
                     # shown, never used to locate a change (history/detect.py).
                     "clean": run_id not in unclean,
+                    "bisect": run["name"] == BISECT_RUN,
                     "value": statistics.median(values) if values else float("nan")})
     return out
 

@@ -27,7 +27,7 @@ import numpy as np
 from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.backends.iree.profile import compile_statistics
-from workflow.backends.proc import run_python, run_tool, tool_path
+from workflow.backends.proc import own_bug_marker, run_python, run_tool, tool_path
 from workflow.errors import OwnBug, StageError
 from workflow.measure.cost import Cost
 from workflow.measure.disturbance import Probe
@@ -118,13 +118,11 @@ def _export_worker(args: list[str], side: Path, timeout: float, log: str) -> dic
     failure with the exit status and the worker's own lines, so that the other cases of
     the batch go on and a rerun reuses the failure. Only the worker's own-bug file makes
     an exit benchflow's bug (OwnBug: the job fails)."""
-    from workflow.backends.iree.export import OWN_BUG_SUFFIX
-
     argv = [sys.executable, "-m", "workflow.backends.iree.export", *args]
     try:
         run_tool(argv, stage="export", timeout=timeout, log=log)
     except StageError as exc:
-        if Path(str(side) + OWN_BUG_SUFFIX).exists():
+        if own_bug_marker(side).exists():
             raise OwnBug(f"benchflow's own code failed in the export worker: {exc.message}"
                          ) from None
         raise

@@ -209,14 +209,6 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
     }
 
 
-# Beside the export's result file: written when benchflow's own code failed in this
-# worker (it then exits OWN_BUG_EXIT). The model runs in this process and may end it with
-# any status, OWN_BUG_EXIT included (os._exit in its forward): only this file, which a
-# model's exit never writes, makes the parent take the exit for our bug
-# (stages/iree.export).
-OWN_BUG_SUFFIX = ".own-bug"
-
-
 def main(argv: list[str]) -> None:
     spec_json, mlir, inputs, reference, meta = argv
     write_json(meta, export_workload(json.loads(spec_json), mlir, inputs, reference))
@@ -224,14 +216,11 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     import sys
-    from pathlib import Path
 
-    from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
+    from workflow.backends.proc import marking_own_bug
 
-    try:
+    # The model runs in this process and may end it with any status (os._exit in its
+    # forward): only benchflow's own failure leaves the marker beside the result file
+    # that makes the parent take the exit for our bug (stages/iree._export_worker).
+    with marking_own_bug(sys.argv[-1]):
         worker_main(main)
-    except SystemExit as exc:
-        # worker_main's own exit, not a model's sys.exit(OWN_BUG_EXIT) in its forward.
-        if exc.code == OWN_BUG_EXIT and raised_in_own_code(exc):
-            Path(sys.argv[-1] + OWN_BUG_SUFFIX).touch()
-        raise

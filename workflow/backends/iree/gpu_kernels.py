@@ -29,6 +29,7 @@ backends/proc.py.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 import shutil
@@ -36,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workflow.backends.iree.profile import merged_row, profile_argv, ranked_rows
+from workflow.backends.iree.profile import call_ms, merged_row, profile_argv, ranked_rows
 from workflow.backends.iree.tools import TIME_UNIT_MS, tool_output
 from workflow.backends.proc import run_tool
 from workflow.errors import ConfigError, StageError
@@ -181,12 +182,29 @@ def join_dispatches(kernels: list[dict], dispatches: list[str] | None = None) ->
     return ranked_rows(by_name)
 
 
-def _nsys_rows(nsys: str, program: list[str], *, timeout: float, log: str | None) -> list[dict]:
-    """`program` run under nsys, and its kernel table."""
+def benchmark_json(stdout: str) -> str:
+    """The profiled program's Google Benchmark JSON out of nsys's stdout, which also holds
+    nsys's own lines ("Collecting data...", "Generating ..."): the JSON object that starts
+    on the first line opening one, up to where it ends ("" when there is none)."""
+    found = re.search(r"^\{", stdout, re.MULTILINE)
+    if found is None:
+        return ""
+    try:
+        _value, end = json.JSONDecoder().raw_decode(stdout, found.start())
+    except ValueError:
+        return ""
+    return stdout[found.start():end]
+
+
+def _nsys_rows(nsys: str, program: list[str], *, timeout: float,
+               log: str | None) -> tuple[list[dict], float | None]:
+    """`program` run under nsys: its kernel table, and what each of its calls took by
+    its own clock (profile.call_ms; None when its output gives none)."""
     with tempfile.TemporaryDirectory() as tmp:
         report, stats = str(Path(tmp) / "profile"), str(Path(tmp) / "stats")
-        run_tool(nsys_profile_argv(nsys, report, program), stage="profile", timeout=timeout,
-                 log=log)
+        profiled = run_tool(nsys_profile_argv(nsys, report, program), stage="profile",
+                            timeout=timeout, log=log)
+        per_call = call_ms(benchmark_json(profiled.stdout or ""))
         run_tool(nsys_stats_argv(nsys, report + ".nsys-rep", stats), stage="profile",
                  timeout=timeout, log=log)
         table = nsys_stats_file(stats)
@@ -200,7 +218,7 @@ def _nsys_rows(nsys: str, program: list[str], *, timeout: float, log: str | None
         except (OSError, ConfigError) as exc:
             raise StageError("profile", f"unreadable nsys stats output: {exc}") from None
     try:
-        return nsys_kernel_rows(text)
+        return nsys_kernel_rows(text), per_call
     except ValueError as exc:
         raise StageError("profile", f"unreadable nsys stats output {table.name}: {exc}"
                          ) from None
@@ -221,7 +239,9 @@ def profile_gpu_case(benchmark_argv: list[str], *, timeout: float, log: str | No
                          "profiling)")
     tool, path = found
     program = profile_argv(benchmark_argv, None, iterations=iterations, mode=None)
-    kernels = _nsys_rows(path, program, timeout=timeout, log=log)
+    kernels, per_call = _nsys_rows(path, program, timeout=timeout, log=log)
+    # call_ms: the kernels of a call must fit in the time the call took under nsys
+    # (records/kernels.implausible), as iree-profile's rows must in theirs.
     return {"dispatches": join_dispatches(kernels, dispatches),
             "seconds": time.monotonic() - start, "tool": tool, "mode": MODE,
-            "iterations": iterations}
+            "iterations": iterations, "call_ms": per_call}
