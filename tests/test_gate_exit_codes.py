@@ -330,3 +330,12 @@ def test_ab_could_not_judge_when_snakemake_fails(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(gates, "run_attached", lambda cmd: 1)
     assert main(["ab", "--configfile", str(suite), "--directory", str(tmp_path)]) == 3
     assert "COULD NOT JUDGE: snakemake exited 1" in capsys.readouterr().out
+
+
+def test_a_gates_refusal_shows_the_control_characters_it_quotes(tmp_path, capsys):
+    """A gate's bad input (exit 2) quotes the user's path as every command does: its
+    escape sequences shown, not obeyed (cli/options.print_problems)."""
+    report = tmp_path / "r\x1b[2J.json"
+    assert main(["check", "--report", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert "r\\x1b[2J.json" in err and "\x1b" not in err

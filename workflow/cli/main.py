@@ -19,8 +19,8 @@ from workflow.cli import (
     validate,
 )
 from workflow.cli import list as list_cmd
+from workflow.cli.options import print_problems
 from workflow.errors import ConfigError
-from workflow.render.text import printable
 
 # The subcommands, in the order `benchflow --help` lists them. Each module's
 # add_parser(sub) adds its parser and sets `func` to the module's run(args) -> int.
@@ -50,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             code = args.func(args)
         except ConfigError as exc:
-            # A problem quotes the user's text (a path, a key, a value): its control
-            # characters are shown, not obeyed by the terminal, whichever command it was.
-            for problem in exc.problems:
-                print(printable(problem), file=sys.stderr)
+            print_problems(exc)
             code = 1
         # Flushed here, not at exit, so that a closed pipe is caught below: output to a
         # pipe is block-buffered, and most of it is still in the buffer when run() returns.

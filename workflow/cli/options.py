@@ -17,6 +17,16 @@ from workflow.regression.gate import BAD_INPUT, PASSED, REGRESSED, UNJUDGED
 EXIT_CODES = {PASSED: 0, REGRESSED: 1, BAD_INPUT: 2, UNJUDGED: 3}
 
 
+def print_problems(exc: ConfigError) -> None:
+    """Every problem of a refusal, one per line on stderr. A problem quotes the user's
+    text (a path, a key, a value): its control characters are shown, not obeyed by the
+    terminal, whichever command it was."""
+    from workflow.render.text import printable
+
+    for problem in exc.problems:
+        print(printable(problem), file=sys.stderr)
+
+
 def gate_command(run):
     """A gate's run(args): bad input (a ConfigError) prints every problem and exits 2."""
     @functools.wraps(run)
@@ -24,8 +34,7 @@ def gate_command(run):
         try:
             return run(args)
         except ConfigError as exc:
-            for problem in exc.problems:
-                print(problem, file=sys.stderr)
+            print_problems(exc)
             return EXIT_CODES[BAD_INPUT]
     return wrapped
 

@@ -44,8 +44,9 @@ def profiled_kernels(argv: list[str], m: dict, timeout: float, log: str,
     except StageError as exc:
         return kernels_section(source=source, mode=mode, calls=calls, rows=[],
                                seconds=time.monotonic() - start, error=exc.message)
-    # call_ms: the profiling invocation's own time per call (iree-profile's; nsys's run
-    # gives none), which its rows must fit in (records/kernels.implausible).
+    # call_ms: the profiling invocation's own time per call (the benchmark's, read from
+    # iree-profile's run or from nsys's output), which its rows must fit in
+    # (records/kernels.implausible).
     return kernels_section(source=out["tool"], mode=out["mode"], calls=out["iterations"],
                            rows=out["dispatches"], seconds=out["seconds"],
                            call_ms=out.get("call_ms"))
