@@ -149,8 +149,8 @@ OUTPUT_BLOCKS = {
                                   "here (their lines' shape: tests/test_history_cli.py)",
     "ok           cpu-host/iree/linear-128x256x256": "an excerpt of the default suite's run "
                                                    "(its lines: tests/test_progress.py)",
-    "INCONCLUSIVE  before -> after  linear-256x256x256": "benchflow ab's lines on a loaded "
-                                                         "machine (tests/test_ab.py)",
+    "NO-DIFFERENCE before -> after  linear-256x256x256": "benchflow ab's lines "
+                                                          "(tests/test_ab.py)",
     "ok: 0 of 14 case(s) regressed": "check's summary line on the default suite's run "
                                      "(tests/test_gate_exit_codes.py checks its outcomes)",
     "**`cpu-generic-sync/iree/mlp-64x256x512": "an excerpt of compare's Markdown "
