@@ -147,7 +147,7 @@ OUTPUT_BLOCKS = {
                                         "(tests/test_attribution_e2e.py prints it)",
     "$ benchflow history detect": "detect's and show's output on eight real nightly runs "
                                   "here (their lines' shape: tests/test_history_cli.py)",
-    "ok           cpu-host/iree/linear-128x256x256": "an excerpt of the default suite's run "
+    "ok           cpu-generic-sync/iree/mlp-64x256x512": "an excerpt of the default suite's run "
                                                    "(its lines: tests/test_progress.py)",
     "NO-DIFFERENCE before -> after  linear-256x256x256": "benchflow ab's lines "
                                                           "(tests/test_ab.py)",
