@@ -3,7 +3,12 @@
 # start to finish: export (shared by the workload's SKUs), iree-compile,
 # iree-benchmark-module (one fresh process per invocation, DESIGN.md protocol),
 # verification against the fp32 reference, case record.
+import json
+import os
+import sys
+
 from workflow.paths import IREE_BATCH, IREE_BATCH_LOG, iree_batch_path
+from workflow.stages.iree_batch import FORCED_ENV, forced_targets
 from workflow.stages.keys import dtype_tolerances
 from workflow.stages.plan import (
     batch_repair,
@@ -20,11 +25,6 @@ from workflow.stages.resources import (
     slurm_partition,
 )
 
-import json
-import os
-import sys
-
-from workflow.stages.iree_batch import FORCED_ENV, forced_targets
 
 # What this run forces (--forcerun, --forceall), for the batch jobs to read: a job that
 # reruns because a member was damaged measures that member again, one that was forced
