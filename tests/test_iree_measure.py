@@ -23,7 +23,7 @@ def run(reps: list[float], aggregates: dict | None = None) -> BenchmarkRun:
 
 def measured(monkeypatch, runs: list[BenchmarkRun]) -> dict:
     queue = [run([5.0]), *runs]  # the first call, then the invocations
-    monkeypatch.setattr(stage, "_benchmark", lambda argv, timeout, log, env=None: queue.pop(0))
+    monkeypatch.setattr(stage, "benchmark_run", lambda argv, timeout, log, env=None: queue.pop(0))
     monkeypatch.setattr(stage.iree, "runtime_version", lambda: "test")
     out = stage.measure(lambda **kw: ["iree-benchmark-module"], M, 10.0, "unused")
     assert not queue
@@ -55,7 +55,7 @@ def test_repetitions_are_benchmark_repetitions_and_calls_are_unknown(monkeypatch
 def adaptive(monkeypatch, medians, **m):
     """measure() with adaptive invocations over scripted invocation medians."""
     queue = [run([5.0]), *(run([x]) for x in medians)]
-    monkeypatch.setattr(stage, "_benchmark", lambda argv, timeout, log, env=None: queue.pop(0))
+    monkeypatch.setattr(stage, "benchmark_run", lambda argv, timeout, log, env=None: queue.pop(0))
     monkeypatch.setattr(stage.iree, "runtime_version", lambda: "test")
     settings = {**M, "invocations": 6, "max_invocations": 24, "target_rel_width": 0.02,
                 "budget_s": 600, **m}

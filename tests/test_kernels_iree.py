@@ -73,7 +73,7 @@ def _run_with(monkeypatch, tmp_path, profile_case) -> StageResult:
     the profiling tools."""
     runs = [BenchmarkRun([5.0], {}, None, {})] + [BenchmarkRun([1.0, 1.1, 1.2], {}, None, {})
                                                  for _ in range(3)]
-    monkeypatch.setattr(stage, "_benchmark", lambda argv, timeout, log, env=None: runs.pop(0))
+    monkeypatch.setattr(stage, "benchmark_run", lambda argv, timeout, log, env=None: runs.pop(0))
     monkeypatch.setattr(stage.iree, "runtime_version", lambda: "test")
     monkeypatch.setattr(profile, "profile_case", profile_case)
     np.savez(tmp_path / "inputs.npz", arg0=np.zeros((4, 8), np.float32))

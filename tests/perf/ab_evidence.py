@@ -88,8 +88,8 @@ from workflow.backends.iree import tools as iree  # noqa: E402
 from workflow.measure.pairs import interleave  # noqa: E402
 from workflow.measure.plans import ab_plan  # noqa: E402
 from workflow.measure.protocol import Observation  # noqa: E402
-from workflow.stages.ab import _invocation as ab_invocation  # noqa: E402
-from workflow.stages.iree import _benchmark, compile_module, export, sku_tool  # noqa: E402
+from workflow.stages.ab import pair_invocation as ab_invocation  # noqa: E402
+from workflow.stages.iree import benchmark_run, compile_module, export, sku_tool  # noqa: E402
 from workflow.stages.plan import load_suite  # noqa: E402
 from workflow.stats import sequential  # noqa: E402
 from workflow.stats import summary as stats  # noqa: E402
@@ -250,7 +250,7 @@ def ab_run(base: Module, new: Module, plan: sequential.Plan, *, budget_s: float,
 
     t0 = time.monotonic()
     for mod in (base, new):
-        _benchmark(mod.argv, TIMEOUT_S, bench.log)
+        benchmark_run(mod.argv, TIMEOUT_S, bench.log)
     result = interleave(sides["base"], sides["new"], plan, budget_s=budget_s, seed=seed,
                         max_retakes=bench.settings["ab"]["max_retakes"])
     result["wall_seconds"] = time.monotonic() - t0
@@ -273,7 +273,7 @@ def kept_runs(runs: list[iree.BenchmarkRun], kept_ms: list[float]) -> list[iree.
 def invocation(mod: Module, bench: Bench, runs: list[iree.BenchmarkRun]
                ) -> Callable[[], Observation]:
     """One fresh iree-benchmark-module invocation of `mod` per call, made and observed
-    by the A/B stage's own runner (stages/ab._invocation); its BenchmarkRun kept."""
+    by the A/B stage's own runner (stages/ab.pair_invocation); its BenchmarkRun kept."""
     # A new layout sequence per A/B run (the stage seeds it by the pair's names).
     stage_call = ab_invocation(mod.argv, TIMEOUT_S, bench.log, bench.settings["measurement"],
                                time.monotonic_ns() & 0xFFFFFFFF)

@@ -22,7 +22,7 @@ import yaml
 
 from workflow.backends.iree import tools as iree
 from workflow.records.storage import read_json
-from workflow.stages.iree import _benchmark, compile_module, export, sku_tool
+from workflow.stages.iree import benchmark_run, compile_module, export, sku_tool
 from workflow.stages.plan import load_suite
 from workflow.stats.summary import cv
 
@@ -77,7 +77,7 @@ def main() -> None:
         medians: dict[str, list[float]] = {"task": [], "sync": []}
         for _ in range(args.invocations):
             for name in ("task", "sync"):
-                medians[name].append(_benchmark(argv[name], TIMEOUT_S, log).median_ms)
+                medians[name].append(benchmark_run(argv[name], TIMEOUT_S, log).median_ms)
         load_after = os.getloadavg()[0]
 
     print(f"GEMM {'x'.join(map(str, args.shape))} f32 ({wid}), host codegen, "

@@ -16,8 +16,8 @@ from workflow.bisect.search import Step
 from workflow.errors import StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
-from workflow.stages.ab import _invocation, _profiles, attribution_of, round_settings
-from workflow.stages.iree import _benchmark, sku_tool
+from workflow.stages.ab import attribution_of, pair_invocation, pair_profiles, round_settings
+from workflow.stages.iree import benchmark_run, sku_tool
 from workflow.stats.enums import ABVerdict
 
 SIDES = ("base", "new")
@@ -89,14 +89,14 @@ def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int
                 min_time=f"{r['min_time_s']:g}s")
         try:
             for side in SIDES:  # untimed: a fresh module's first call pays page faults
-                _benchmark(argvs[side], timeout, log)
+                benchmark_run(argvs[side], timeout, log)
             seed = seed_of(*names, row["workload"], str(scale))
             measured = interleave(
-                _invocation(argvs["base"], timeout, log, skus["base"]["measurement"], seed),
-                _invocation(argvs["new"], timeout, log, skus["new"]["measurement"], seed + 1),
+                pair_invocation(argvs["base"], timeout, log, skus["base"]["measurement"], seed),
+                pair_invocation(argvs["new"], timeout, log, skus["new"]["measurement"], seed + 1),
                 ab_plan(ab), budget_s=ab["budget_s"], seed=seed,
                 max_retakes=ab["max_retakes"])
-            profiles = _profiles(argvs, "base", "new", skus, timeout, log)
+            profiles = pair_profiles(argvs, "base", "new", skus, timeout, log)
         except StageError as exc:
             return _failed(row, "new", {"stage": exc.stage, "error": exc.message})
     row.update(measured, commands=argvs, invocation=invocation, scale=scale)

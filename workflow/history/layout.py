@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from workflow.errors import ConfigError
+from workflow.files import read_bytes
 
 MARKER = "benchflow-store.json"
 FORMAT = "benchflow-history-store"
@@ -83,13 +84,13 @@ def state(path: Path) -> tuple[str, dict | None]:
 
 
 def read_marker(path: Path) -> dict:
-    file = path / MARKER
     try:
-        if not file.is_file() or file.stat().st_size > MAX_MARKER_BYTES:
-            raise ValueError("not a regular file of at most 64 KiB")
-        doc = json.loads(file.read_bytes().decode("utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
-        raise damaged(path, f"{MARKER} is unreadable ({' '.join(str(exc).split())[:80]})"
+        # A regular file of at most the cap, opened once (files.read_bytes).
+        raw = read_bytes(path / MARKER, cap=MAX_MARKER_BYTES, what="benchflow's store marker")
+        doc = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ConfigError, ValueError) as exc:
+        why = exc.problems[0] if isinstance(exc, ConfigError) else str(exc)
+        raise damaged(path, f"{MARKER} is unreadable ({' '.join(why.split())[:80]})"
                       ) from None
     rows = doc.get("rows") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT \

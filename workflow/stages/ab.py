@@ -27,12 +27,12 @@ from workflow.measure.protocol import Observation
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
 from workflow.regression.explain import explain, interval_noise_ms
-from workflow.stages.iree import _benchmark, compile_module, export, iree_invocation, sku_tool
+from workflow.stages.iree import benchmark_run, compile_module, export, iree_invocation, sku_tool
 from workflow.stages.kernels import profiled_kernels
 from workflow.stats.enums import ABVerdict, Status
 
 
-def _invocation(argv: list[str], timeout: float, log: str, m: dict,
+def pair_invocation(argv: list[str], timeout: float, log: str, m: dict,
                 seed: int) -> Callable[[], Observation]:
     """One side's invocation: a fresh process, its layout randomized as the SKU's cases'
     are (measure/layout.py), observed for disturbance."""
@@ -139,13 +139,13 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, 
             # One untimed call of each first: the first invocation of a fresh module
             # pays page faults and caches that the rounds should not.
             for sku in (base, new):
-                _benchmark(argvs[sku], timeout, log)
+                benchmark_run(argvs[sku], timeout, log)
             seed = seed_of(base, new, workload)
             measured = interleave(
-                _invocation(argvs[base], timeout, log, skus[base]["measurement"], seed),
-                _invocation(argvs[new], timeout, log, skus[new]["measurement"], seed + 1),
+                pair_invocation(argvs[base], timeout, log, skus[base]["measurement"], seed),
+                pair_invocation(argvs[new], timeout, log, skus[new]["measurement"], seed + 1),
                 ab_plan(ab), budget_s=ab["budget_s"], seed=seed, max_retakes=ab["max_retakes"])
-            profiles = _profiles(argvs, base, new, skus, timeout, log)
+            profiles = pair_profiles(argvs, base, new, skus, timeout, log)
         except StageError as exc:
             return _failed(row, exc.stage, exc.message, out)
     result = {**row, **measured, "commands": argvs, "invocation": invocation}
@@ -155,7 +155,7 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, 
     return result
 
 
-def _profiles(argvs: dict, base: str, new: str, skus: dict, timeout: float,
+def pair_profiles(argvs: dict, base: str, new: str, skus: dict, timeout: float,
               log: str) -> dict | None:
     """{"base": kernels, "new": kernels} after the rounds (never timed): one profiling
     invocation of each side's round argv with its SKU's measurement.profile_calls, in the

@@ -188,7 +188,7 @@ def sku_compiler_version(sku: dict, log: str) -> str:
     return " ".join(out.split())[:200] or "unknown"
 
 
-def _benchmark(argv: list[str], timeout: float, log: str,
+def benchmark_run(argv: list[str], timeout: float, log: str,
                env: dict | None = None) -> iree.BenchmarkRun:
     proc = run_tool(argv, stage="run", timeout=timeout, log=log, env=env)
     try:
@@ -237,7 +237,7 @@ def iree_invocation(argv: list[str], timeout: float, log: str, m: dict,
                     if a.startswith("--module=") else a for a in argv]
             env = env_padding(layout)
         with Probe(m["disturbed_share"]) as probe:
-            run = _benchmark(argv, timeout, log, env)
+            run = benchmark_run(argv, timeout, log, env)
     return Observation(run.median_ms, run, probe.result())
 
 
@@ -252,7 +252,7 @@ def measure(argv_for: Callable[..., list[str]], m: dict, timeout: float, log: st
     (mde_ratio)."""
     start = time.monotonic()
     # The first call of a fresh process, without warm-up: one iteration.
-    first = _benchmark(argv_for(repetitions=1, warmup_s=0, min_time="1x"), timeout, log)
+    first = benchmark_run(argv_for(repetitions=1, warmup_s=0, min_time="1x"), timeout, log)
     argv = argv_for(repetitions=m["repetitions"], warmup_s=m["min_warmup_time_s"],
                     min_time=f"{m['min_time_s']:g}s")
     layout = random.Random(seed) if m["randomize_layout"] else None
