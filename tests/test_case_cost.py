@@ -6,6 +6,7 @@ files on one thread."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -106,12 +107,14 @@ def test_a_case_judged_by_a_golden_measures_towards_half_its_tolerance(tmp_path)
 
 def test_threads_zero_is_decided_once_per_run(tmp_path, monkeypatch):
     """Issue 34: two batches of one run got 2 and 1 threads. The run's first batch
-    decides; every later batch of the run reads its decision, whatever the load then."""
+    decides; every later batch of the run reads its decision, whatever it would decide
+    then (another node may grant other CPUs)."""
     monkeypatch.setenv(torch_stage.RUN_ID_ENV, "run-a")
     monkeypatch.setattr(torch_stage, "THREADS_DIR", tmp_path)
-    monkeypatch.setattr(torch_stage, "available_cpus", lambda: (1, 0.5))
+    monkeypatch.setattr(torch_stage, "outside_share", lambda: 0.5)
+    monkeypatch.setattr(torch_stage, "granted_cpus", lambda: 1)
     first = torch_stage.run_threads()
-    monkeypatch.setattr(torch_stage, "available_cpus", lambda: (2, 0.0))
+    monkeypatch.setattr(torch_stage, "granted_cpus", lambda: 2)
     assert torch_stage.run_threads() == first
     assert first[0] == 1 and "run's first torch batch" in first[1] and "50%" in first[1]
     sku = {"torch": {"threads": 0}}
@@ -122,6 +125,45 @@ def test_threads_zero_is_decided_once_per_run(tmp_path, monkeypatch):
     # A SKU's own count is used as it is, and said to be the SKU's.
     assert torch_stage.with_threads({"torch": {"threads": 3}}, None)["torch"] == {
         "threads": 3, "threads_decided": "the SKU's torch.threads"}
+
+
+GRANTED = ("import sys, os; os.sched_setaffinity(0, {0}); sys.path.insert(0, sys.argv[1]); "
+           "from workflow.measure.disturbance import granted_cpus; print(granted_cpus())")
+
+
+@pytest.mark.tool
+def test_threads_zero_follows_the_cpus_the_process_is_granted(tmp_path):
+    """`threads: 0` is the process's grant: a process started on one CPU gets 1, whatever
+    the machine has."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    got = subprocess.run([sys.executable, "-c", GRANTED, str(REPO)], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert got == "1"
+
+
+@pytest.mark.tool
+@pytest.mark.quiet
+def test_threads_zero_on_a_loaded_machine_chooses_what_an_idle_one_chooses(tmp_path,
+                                                                             monkeypatch):
+    """Issue 43: a run that started beside a process holding a core took 1 thread, a
+    rerun on an idle machine 2, and unchanged code came out x1.7 slower. The count is
+    now the grant; the load is recorded with it as a disturbance."""
+    from tests.perf.hog import cpu_hog, hogged_share
+
+    monkeypatch.setattr(torch_stage, "THREADS_DIR", tmp_path)
+    monkeypatch.setenv(torch_stage.RUN_ID_ENV, "idle")
+    idle, idle_how = torch_stage.run_threads()
+    with cpu_hog(1) as pids:
+        monkeypatch.setenv(torch_stage.RUN_ID_ENV, "loaded")
+        loaded, loaded_how = torch_stage.run_threads()
+        assert hogged_share(pids) > 0.5, "the hog did not load the machine"
+    assert loaded == idle == len(os.sched_getaffinity(0))
+    share = float(loaded_how.split("used ")[1].split("%")[0])
+    assert share >= 25, loaded_how  # the load was seen, and only recorded
 
 
 def test_a_torchao_file_without_skus_measures_on_one_thread(tmp_path):

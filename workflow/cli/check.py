@@ -15,6 +15,7 @@ from workflow.cli.options import (
     gate_command,
     gate_settings,
 )
+from workflow.records.measurement_config import KEYS
 from workflow.stages.gates import check_report
 
 # Seconds `check` spends, in all, measuring inconclusive cases again by default: about a
@@ -37,8 +38,24 @@ def add_parser(sub) -> None:
                    help="measure inconclusive IREE cases again, judged alone, within this "
                         f"many seconds in all (default {REMEASURE_BUDGET_S:g}; 0: never); "
                         "run from the working directory holding results/")
+    p.add_argument("--accept-config", type=config_keys, default=(), metavar="KEY[,KEY]",
+                   help="judge cases measured at another measurement configuration than "
+                        "their golden, these keys accepted as different (one of: "
+                        f"{', '.join(KEYS)}); without it such a case could not be judged "
+                        "(exit 3). Rebless to make the new configuration the golden")
     add_gate_options(p)
     p.set_defaults(func=gate_command(run))
+
+
+def config_keys(text: str) -> tuple[str, ...]:
+    """--accept-config's keys: measurement configuration keys, comma-separated."""
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown or not keys:
+        raise argparse.ArgumentTypeError(
+            f"unknown measurement configuration key(s) {', '.join(map(repr, unknown))}; "
+            f"expected one or more of {', '.join(KEYS)}, comma-separated")
+    return keys
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                          require_goldens=args.require_goldens,
                          allow_inconclusive=args.allow_inconclusive,
                          remeasure_budget_s=args.remeasure_budget,
-                         settings=gate_settings(args))
+                         settings=gate_settings(args), accept_config=args.accept_config)
     for text in gated.lines:
         print(text)
     return EXIT_CODES[gated.outcome]

@@ -115,13 +115,20 @@ class Probe:
         return out
 
 
-def available_cpus(sample_s: float = 0.5) -> tuple[int, float | None]:
-    """How many CPUs this process can have now: those it may run on, less what other
-    processes use over `sample_s` (rounded), at least 1; and that outside share."""
-    cpus = _cpus()
+def granted_cpus() -> int:
+    """How many CPUs this process is granted: its CPU affinity and its cgroup's CPU quota
+    (v1 or v2, rounded up), whichever is fewer (loky.cpu_count, which reads both). A
+    property of how the process was started, never of what else runs at the moment:
+    a thread count taken from other processes' load changed between reruns of
+    unchanged code, and with it the level measured (DESIGN.md, "Measurement protocol")."""
+    from joblib.externals.loky import cpu_count
+
+    return max(1, cpu_count(only_physical_cores=False))
+
+
+def outside_share(sample_s: float = 0.5) -> float | None:
+    """The share of this process's CPUs other processes used over `sample_s` (None where
+    /proc/stat cannot be read): recorded as the load a measurement started under."""
     with Probe(1.0) as probe:
         time.sleep(sample_s)
-    share = probe.result()["outside_share"]
-    if share is None:
-        return len(cpus), None
-    return max(1, len(cpus) - round(share * len(cpus))), share
+    return probe.result()["outside_share"]

@@ -16,16 +16,19 @@ from functools import cache
 from typing import Any
 
 from workflow.records import schemas
+from workflow.records.measurement_config import settings_of_sku
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.4"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+SCHEMA_VERSION = "1.5"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
 # 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
 # kernels (per dispatch or op), provenance.model_sources (the model's files by digest);
 # 1.3: cost (seconds per phase), timing.target_rel_width, target_source, rel_width,
 # invocation_kind, stop_reason width-out-of-reach; 1.4: kernels.source nsys and mode
 # cuda-kernels (a row per CUDA kernel, its launching op in `op`), graph.normalised (the
-# aliasing ops dropped before IREE's import), provenance.target_chip (what auto chose)
+# aliasing ops dropped before IREE's import), provenance.target_chip (what auto chose);
+# 1.5: provenance.measurement (the SKU's settings that change what an invocation
+# measures), golden.config_differs (records/measurement_config.py)
 
 
 @cache
@@ -84,7 +87,8 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
                             "torch_threads": sku["torch"]["threads"],
                             "iree_device": sku["iree"]["device"],
                             "task_topology_max_group_count":
-                                sku["iree"]["task_topology_max_group_count"]}
+                                sku["iree"]["task_topology_max_group_count"],
+                            "measurement": settings_of_sku(sku, "iree")}
     job = (run or {}).get("slurm_job_id") or os.environ.get("SLURM_JOB_ID")
     if job:
         prov["slurm_job_id"] = job
@@ -183,6 +187,7 @@ def torch_provenance(sku: dict, char: dict) -> dict:
     """What can differ between torch cases: host, threads, the SLURM job, the GPU a CUDA
     case ran on (the worker's torch.cuda)."""
     return {"host": socket.gethostname(), "torch_threads": sku["torch"]["threads"],
+            "measurement": settings_of_sku(sku, "torch"),
             **({"torch_threads_decided": sku["torch"]["threads_decided"]}
                if sku["torch"].get("threads_decided") else {}),
             **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}

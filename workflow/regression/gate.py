@@ -22,6 +22,7 @@ from pathlib import Path
 
 from workflow.benchfile.plan import file_goldens_of
 from workflow.errors import ConfigError
+from workflow.records import measurement_config
 from workflow.records.case import section
 from workflow.records.storage import write_json
 from workflow.regression import goldens
@@ -41,7 +42,35 @@ def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict
     judged = verdict.judge(case, ref, gate_settings(gate_config))
     if case.get("status") == Status.COMPILE_ONLY and ref is not None:
         judged = _compile_only(case, ref, judged)
-    return section("golden", judged)
+    accepted = (gate_config or {}).get("accept_config") or ()
+    return section("golden", like_with_like(case, ref, judged, accepted))
+
+
+def like_with_like(case: dict, ref: verdict.GoldenRef | None, judged: dict,
+                   accepted=()) -> dict:
+    """A time judged against a golden measured at another measurement configuration
+    (threads, invocation kind, device, measurement settings: records/
+    measurement_config.py) is not judged: inconclusive, with each key and both values in
+    `config_differs` and the reason, and the gate's could-not-judge (assess). Rerunning
+    unchanged code at 1 thread against a golden at 2 read as "x1.7 regressed". The
+    dispatch count and size do not depend on it and stay judged. `accepted`: keys the
+    user accepts as different (--accept-config, goldens.accept_config)."""
+    timing = case.get("timing")
+    if (ref is None or not ref.config or not ref.median_ms or not timing
+            or case.get("status") != Status.OK):
+        return judged
+    diffs = measurement_config.differences(measurement_config.of_case(case), ref.config,
+                                           accepted)
+    if not diffs:
+        return judged
+    keys = ",".join(d["key"] for d in diffs)
+    would = judged.get("verdict")
+    ratio = judged.get("ratio")
+    return {**judged, "verdict": Verdict.INCONCLUSIVE, "config_differs": diffs,
+            "reason": f"measurement configuration differs: "
+                      f"{measurement_config.describe_all(diffs)}; not judged (it would be "
+                      f"{would}{f' at x{ratio:.3f}' if ratio is not None else ''}): rebless "
+                      f"at this configuration, or accept it with --accept-config {keys}"}
 
 
 def _compile_only(case: dict, ref: verdict.GoldenRef, judged: dict) -> dict:
@@ -127,6 +156,16 @@ def rejudge(report: dict, goldens_dir: str | Path, gate_config: dict | None) -> 
     return out
 
 
+def rejudge_config_differs(report: dict, gate_config: dict) -> dict:
+    """A copy of the report whose cases measured at another configuration than their
+    golden are judged again with gate_config's accept_config (check --accept-config)."""
+    out = dict(report)
+    out["cases"] = [{**case, "golden": judged_again(case, golden_file_for(case), gate_config)}
+                    if (case.get("golden") or {}).get("config_differs") else case
+                    for case in report["cases"]]
+    return out
+
+
 def goldens_dir_problems(report: dict, goldens_dir: str | Path, what: str,
                          strict: bool) -> list[str]:
     """Bad input: a goldens directory that is not one. `strict` (a directory the user
@@ -171,12 +210,16 @@ OUTCOMES = (BAD_INPUT, REGRESSED, UNJUDGED, PASSED)
 # Why a case was not judged (NotJudged.kind): its time verdict or its status.
 NO_GOLDEN, INCONCLUSIVE = Verdict.NO_GOLDEN, Verdict.INCONCLUSIVE
 FAILED, SKIPPED = Status.FAILED, Status.SKIPPED
+# Measured at another measurement configuration than its golden (like_with_like): never
+# counted as ok, --allow-inconclusive or not (that lets noise through, not a different
+# measurement); --accept-config names the keys to accept.
+CONFIG = "config-differs"
 
 
 @dataclass(frozen=True)
 class NotJudged:
     case_id: str
-    kind: str    # no-golden | inconclusive | failed | skipped
+    kind: str    # no-golden | inconclusive | config-differs | failed | skipped
     why: str
 
     def line(self) -> str:
@@ -206,6 +249,8 @@ def _not_judged(case: dict) -> NotJudged | None:
     cid, status = case["id"], case.get("status")
     if status in verdict.NOT_RUN:
         return NotJudged(cid, SKIPPED, f"case {status}, not judged: {case.get('error')}")
+    if g.get("config_differs"):
+        return NotJudged(cid, CONFIG, g.get("reason") or "measurement configuration differs")
     if g.get("verdict") == Verdict.INCONCLUSIVE:
         return NotJudged(cid, INCONCLUSIVE, f"inconclusive: {g.get('reason')}")
     aspects = ("verdict", "dispatch_verdict", "size_verdict")
@@ -238,7 +283,7 @@ def assess(report: dict, *, require_goldens: bool = False, allow_inconclusive: b
         nj = _not_judged(case)
         if nj is None:
             out.judged += 1
-        elif (nj.kind == FAILED or (nj.kind == NO_GOLDEN and require_goldens)
+        elif (nj.kind in (FAILED, CONFIG) or (nj.kind == NO_GOLDEN and require_goldens)
               or (nj.kind == INCONCLUSIVE and not allow_inconclusive)):
             out.unjudged.append(nj)
         else:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workflow.benchfile import goldens as file_goldens
 from workflow.errors import ConfigError
-from workflow.records import schemas
+from workflow.records import measurement_config, schemas
 from workflow.records.provenance_diff import TRANSIENT
 from workflow.records.schemas import schema_problems
 from workflow.records.storage import read_json_file, write_json
@@ -27,8 +27,9 @@ from workflow.stats.verdict import GoldenRef
 
 KIND = "benchflow-goldens"
 # 1.1: an entry may hold `explain` (the blessed case's kernels, compile flags and
-# provenance), so that `check` names the dispatches behind a regression.
-SCHEMA_VERSION = "1.1"
+# provenance), so that `check` names the dispatches behind a regression; 1.2:
+# `measurement_config`, so that a case measured otherwise is not judged against it.
+SCHEMA_VERSION = "1.2"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 
 
@@ -104,9 +105,23 @@ def check_dir(directory: str | Path, skus) -> list[str]:
     return problems
 
 
-def ref_from_entry(entry: dict, source: str) -> GoldenRef:
+def entry_config(entry: dict, case_id: str) -> dict:
+    """The measurement configuration a golden was measured at: its own (schema 1.2), else
+    what its explain.provenance kept (threads, device; schema 1.1), else nothing."""
+    if entry.get("measurement_config") is not None:
+        return dict(entry["measurement_config"])
+    prov = (entry.get("explain") or {}).get("provenance")
+    if not prov:
+        return {}
+    parts = case_id.split("/")
+    return measurement_config.of_case({"backend": parts[1] if len(parts) > 1 else None,
+                                       "provenance": prov})
+
+
+def ref_from_entry(entry: dict, source: str, case_id: str = "") -> GoldenRef:
     """A golden file's entry; a compile-only one has no time (median_ms null)."""
     return GoldenRef(source=source, median_ms=entry["median_ms"],
+                     config=entry_config(entry, case_id),
                      invocation_medians_ms=tuple(entry["invocation_medians_ms"]),
                      tolerance=entry.get("tolerance"), dispatch_count=entry["dispatch_count"],
                      binary_bytes=entry["binary_bytes"],
@@ -136,7 +151,7 @@ def lookup(case_id: str, golden_file: str | Path | None, file_goldens: dict | No
     if golden_file and os.path.lexists(golden_file):
         entry = read(golden_file)["cases"].get(case_id)
         if entry:
-            ref = ref_from_entry(entry, str(golden_file))
+            ref = ref_from_entry(entry, str(golden_file), case_id)
             if ref.tolerance is None and file_goldens and file_goldens.get("tolerance"):
                 # The benchmark file's multiplier still says how much this case may vary.
                 ref = replace(ref, tolerance=file_goldens["tolerance"])
@@ -195,6 +210,8 @@ def entry_from_case(case: dict, report: dict, report_path: str, granularity: int
         "host": (prov.get("host") or {}).get("name"),
         "versions": prov.get("versions") or {},
         "explain": explain_fields(case, prov),
+        **({} if case["status"] == Status.COMPILE_ONLY
+           else {"measurement_config": measurement_config.of_case(case)}),
     }
 
 

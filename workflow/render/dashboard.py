@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from workflow.records import schemas
+from workflow.records import measurement_config, schemas
 from workflow.render import common as c
 from workflow.stats.enums import Status
 
@@ -189,6 +189,10 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
                 "measured_at": c.section(case, "timing").get("measured_at")
                 or c.section(case, "provenance").get("started_at"),
                 "config_hash": prov.get("config_hash"),
+                # What decides the level measured besides the code (threads, invocation
+                # kind, device, measurement settings): the history keys a series by it.
+                "measurement_config": measurement_config.as_text(
+                    measurement_config.of_case(case)),
                 "noisy": c.section(case, "timing").get("noisy"),
                 # Outside load during its kept invocations: every metric of the case
                 # carries the flag, and the reason where it is set.

@@ -41,18 +41,23 @@ class GateResult:
 
 def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bool,
                  allow_inconclusive: bool, remeasure_budget_s: float,
-                 settings) -> GateResult:
-    """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings."""
+                 settings, accept_config: tuple[str, ...] = ()) -> GateResult:
+    """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings;
+    accept_config: measurement configuration keys a case may differ from its golden in
+    (records/measurement_config.KEYS)."""
     from workflow.stages.remeasure import remeasure_inconclusive
 
     report = read_report(report_path)
+    gate_config = {**asdict(settings), "accept_config": list(accept_config)}
     if goldens:
         problems = gate.goldens_dir_problems(report, goldens, "--goldens", strict=True)
         if problems:
             raise ConfigError(problems)
-        report = gate.rejudge(report, goldens, asdict(settings))
+        report = gate.rejudge(report, goldens, gate_config)
+    elif accept_config:
+        report = gate.rejudge_config_differs(report, gate_config)
     report, remeasured = remeasure_inconclusive(
-        report, budget_s=remeasure_budget_s, gate_config=asdict(settings),
+        report, budget_s=remeasure_budget_s, gate_config=gate_config,
         goldens_dir=goldens)
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)

@@ -204,8 +204,11 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     SKU settings (a SKU's noisy_cv; else the schema's default), timeout_s: per
     invocation (else the schema's timeouts.run_s); invoke(argv) -> Observation: for
     tests."""
+    # A case measured at another configuration than its golden is not measured again:
+    # the new invocations would differ from the golden in the same way.
     todo = [i for i, c in enumerate(report["cases"])
-            if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE]
+            if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE
+            and not (c.get("golden") or {}).get("config_differs")]
     if budget_s <= 0 or not todo:
         return report, []
     timeout = timeout_s or run_timeout_default()

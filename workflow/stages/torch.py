@@ -30,7 +30,7 @@ from workflow.backends.proc import (
     python_env,
 )
 from workflow.errors import OwnBug
-from workflow.measure.disturbance import available_cpus
+from workflow.measure.disturbance import granted_cpus, outside_share
 from workflow.paths import torch_case_record
 from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
@@ -207,13 +207,14 @@ def torch_results(got: dict, compile_mode: str | None) -> list[StageResult]:
 
 
 def with_threads(sku: dict, log: str | None) -> dict:
-    """The SKU with its torch thread count decided. `threads: 0` is what the machine can
-    give a timed process (the CPUs it may run on, less those other processes use;
-    measure/disturbance.available_cpus), so that two threads do not stall at barriers
-    on a machine whose other core is taken; it is decided once per suite run, by the
-    run's first torch batch, and every batch of the run uses that count
+    """The SKU with its torch thread count decided. `threads: 0` is every CPU the process
+    is granted (its affinity and cgroup CPU quota: measure/disturbance.granted_cpus),
+    never a count read from other processes' load, which changed from one rerun of
+    unchanged code to the next and the level with it. It is decided once per suite
+    run, by the run's first torch batch, and every batch of the run uses that count
     (run_threads), so that two cases of one run are never measured at different
-    counts. The count used, and how it was decided, are recorded."""
+    counts even where nodes grant different CPUs. The count used, and how it was
+    decided, are recorded; the load seen then is recorded beside it as a disturbance."""
     if sku["torch"]["threads"]:
         return {**sku, "torch": {**sku["torch"], "threads_decided": "the SKU's torch.threads"}}
     threads, how = run_threads()
@@ -238,11 +239,12 @@ def run_threads(directory: Path | None = None) -> tuple[int, str]:
     if path is not None and path.is_file():
         got = read_json(path)
         return int(got["threads"]), got["how"]
-    threads, share = available_cpus()
+    threads, share = granted_cpus(), outside_share()
     seen = "an unknown share" if share is None else f"{share:.0%}"
-    how = (f"decided when the run's first torch batch started: other processes used {seen} "
-           "of the CPUs" if path else f"decided when this batch started: other processes "
-                                        f"used {seen} of the CPUs")
+    when = "the run's first torch batch" if path else "this batch"
+    how = (f"threads: 0, the {threads} CPU(s) this process is granted (affinity and cgroup "
+           f"CPU quota), decided when {when} started; other processes then used {seen} of "
+           "them (a disturbance, recorded, not an input)")
     if path is None:
         return threads, how
     path.parent.mkdir(parents=True, exist_ok=True)

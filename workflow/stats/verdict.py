@@ -73,6 +73,10 @@ class GoldenRef:
     size_tolerance: float | None = None
     # Whose rules judge it: "benchflow" (a golden file) or "sharktank" (a benchmark file).
     origin: str = "benchflow"
+    # The measurement configuration it was measured at ({key: value}, records/
+    # measurement_config.py); None: unknown (a benchmark file's number). Compared by
+    # the regression layer, not here.
+    config: dict | None = None
 
 
 @dataclass(frozen=True)
