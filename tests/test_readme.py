@@ -159,6 +159,11 @@ OUTPUT_BLOCKS = {
     "  cpu-host/iree/tiny_mlp.mlp_cpu/baseline": "test_quoted_outputs_are_printed",
     "benchflow: results/ab.json: pairs[1]": "the line the Snakefile prints for an edited "
                                             "ab.json (tests/test_ab_file.py checks it)",
+    "$ benchflow check --report results/report.json --remeasure-budget 0\nCOULD NOT JUDGE":
+        "check's lines for a golden of another measurement configuration "
+        "(tests/test_like_with_like.py checks them)",
+    "$ benchflow check --report results/report.json --against-history 5":
+        "check --against-history's lines (tests/test_check_against_history.py checks them)",
     # docs/DESIGN.md's diagram and listings.
     "config/config.yaml (+ --configfile, --config)": "the DAG, drawn",
     'id            "cpu-host/iree/': "the case record's fields, listed",

@@ -309,11 +309,50 @@ def test_report_links_each_case_to_its_series(report, linked):
     assert [w for _, w in links] == [by_id[i]["workload"] for i in rows]
 
 
-def test_runs_left_out_as_disturbed_are_said():
+def test_runs_disturbed_are_said_used_and_their_outliers_left_out():
+    """Changed with issue 43: disturbed runs are used (with their wider spread); the
+    ones detection left out as outliers among their neighbours are named."""
     pts = points(10)
     pts[2]["clean"] = pts[3]["clean"] = False
-    page = history.render([series("host/iree/x/baseline", pts)], None, {"store": "h"})
-    assert "2 run(s) disturbed by outside load, drawn but not used to find changes: " \
-           "run 3-4" in page
+    s = series("host/iree/x/baseline", pts)
+    page = history.render([s], None, {"store": "h"})
+    assert "2 run(s) disturbed by outside load, used with their wider spread: run 3-4" \
+        in page
+    det = detection([s], {})
+    det["series"][0]["outliers"] = [3]
+    assert "; left out as outliers among their neighbours: run 4" in history.render(
+        [s], det, {"store": "h"})
     assert "disturbed by outside load" not in history.render(
         [series("host/iree/x/baseline", points(10))], None, {"store": "h"})
+
+
+def two_configurations() -> list[dict]:
+    """One case measured at 1 thread for six runs, then at 2 (x0.6) for five: two
+    series, as history/query.series gives them."""
+    from workflow.history.query import label_configurations
+
+    pts = points(11)
+    for p in pts[6:]:
+        p["values"] = [v * 0.6 for v in p["values"]]
+        p["value"] *= 0.6
+    one = {**series("host/torch/x/baseline", pts[:6]), "config": "device=cpu,threads=1"}
+    two = {**series("host/torch/x/baseline", pts[6:]), "config": "device=cpu,threads=2"}
+    return label_configurations([two, one])
+
+
+def test_a_new_configuration_is_a_section_of_its_own():
+    """Issue 43: a case measured at two configurations is two sections, each naming
+    its configuration; the newer says where it began and keeps the anchor report.html
+    links to; neither has a change point at the change."""
+    one, two = two_configurations()
+    assert one["id"] == "host/torch/x/baseline :: latency median (ms) [device=cpu,threads=1]"
+    page = history.render([one, two], detection([one, two], {}), META)
+    parsed = parse(page)
+    ids = {x["data-id"]: x["id"] for x in parsed.sections}
+    assert ids == {one["id"]: history.anchor("host/torch/x/baseline", LATENCY,
+                                             "device=cpu,threads=1"),
+                   two["id"]: history.anchor("host/torch/x/baseline")}
+    assert '<span class="config">[device=cpu,threads=2]</span>' in page
+    assert ("A new measurement configuration from 2026-01-07T00:00:00Z "
+            f"({sha(6)[:8]}) after [device=cpu,threads=1]: a series of its own") in page
+    assert not parsed.all("line", "cp regression") and not parsed.all("line", "cp improvement")

@@ -1,7 +1,9 @@
 """`benchflow check`: the gate. Exit 0 when every case was judged and none regressed, 1
 naming every case that regressed vs its goldens, 2 for bad input, 3 when a case could not
 be judged (docs/goldens.md, "Exit codes of the gates"); inconclusive IREE cases are measured again
-first, within --remeasure-budget seconds."""
+first, within --remeasure-budget seconds. With --against-history N each case is judged
+against the last N stored runs of it at its measurement configuration instead
+(docs/goldens.md, "Against the history: a rolling baseline")."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ from pathlib import Path
 
 from workflow.cli.options import (
     EXIT_CODES,
+    add_accept_config,
     add_allow_inconclusive,
     add_gate_options,
     gate_command,
     gate_settings,
 )
-from workflow.records.measurement_config import KEYS
+from workflow.errors import ConfigError
 from workflow.stages.gates import check_report
 
 # Seconds `check` spends, in all, measuring inconclusive cases again by default: about a
@@ -38,33 +41,77 @@ def add_parser(sub) -> None:
                    help="measure inconclusive IREE cases again, judged alone, within this "
                         f"many seconds in all (default {REMEASURE_BUDGET_S:g}; 0: never); "
                         "run from the working directory holding results/")
-    p.add_argument("--accept-config", type=config_keys, default=(), metavar="KEY[,KEY]",
-                   help="judge cases measured at another measurement configuration than "
-                        "their golden, these keys accepted as different (one of: "
-                        f"{', '.join(KEYS)}); without it such a case could not be judged "
-                        "(exit 3). Rebless to make the new configuration the golden")
+    add_accept_config(p, "judge cases measured at another measurement configuration than "
+                         "their golden")
+    p.add_argument("--against-history", type=at_least_one, metavar="N",
+                   help="judge each case against the last N stored runs of the same case "
+                        "at the same measurement configuration (the history store), "
+                        "pooled, instead of one blessing; exclusive with --goldens; a case "
+                        "with fewer than 2 such runs could not be judged (exit 3)")
+    p.add_argument("--configfile", type=Path,
+                   help="with --against-history: the store from this suite's `history` "
+                        "section (default: the schema's defaults, history/)")
+    p.add_argument("--store", type=Path,
+                   help="with --against-history: the embedded store's directory")
+    p.add_argument("--url", help="with --against-history: a ClickHouse server instead "
+                                 "(http[s]://user:pass@host:port/db)")
     add_gate_options(p)
     p.set_defaults(func=gate_command(run))
 
 
-def config_keys(text: str) -> tuple[str, ...]:
-    """--accept-config's keys: measurement configuration keys, comma-separated."""
-    keys = tuple(k.strip() for k in text.split(",") if k.strip())
-    unknown = [k for k in keys if k not in KEYS]
-    if unknown or not keys:
-        raise argparse.ArgumentTypeError(
-            f"unknown measurement configuration key(s) {', '.join(map(repr, unknown))}; "
-            f"expected one or more of {', '.join(KEYS)}, comma-separated")
-    return keys
+def at_least_one(text: str) -> int:
+    """--against-history's N: a whole number of runs, 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of runs, 1 or "
+                                         "more")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:
     """Judges the report (stages/gates.py) and prints the gate's lines."""
+    if args.against_history is not None:
+        return run_against_history(args)
+    store_options = [f for f, v in (("--configfile", args.configfile),
+                                    ("--store", args.store), ("--url", args.url)) if v]
+    if store_options:
+        raise ConfigError([f"{', '.join(store_options)}: name the history store, which "
+                           "only --against-history N reads"])
     gated = check_report(args.report, goldens=args.goldens,
                          require_goldens=args.require_goldens,
                          allow_inconclusive=args.allow_inconclusive,
                          remeasure_budget_s=args.remeasure_budget,
                          settings=gate_settings(args), accept_config=args.accept_config)
+    for text in gated.lines:
+        print(text)
+    return EXIT_CODES[gated.outcome]
+
+
+def run_against_history(args: argparse.Namespace) -> int:
+    """--against-history N: the report judged against the store's last N runs of each
+    case (stages/gates.check_against_history), the store opened to read as `benchflow
+    history detect` opens it."""
+    from workflow.cli.history import _open
+    from workflow.stages.gates import check_against_history
+
+    if args.goldens is not None:
+        raise ConfigError(["--against-history and --goldens are exclusive: judge against "
+                           "the last N stored runs, or against a goldens directory"])
+    if args.accept_config:
+        raise ConfigError(["--accept-config applies to goldens: --against-history judges "
+                           "a case only against stored runs at its own measurement "
+                           "configuration"])
+    _, _, st, where = _open(args)
+    try:
+        gated = check_against_history(args.report, st, args.against_history, where=where,
+                                      require_goldens=args.require_goldens,
+                                      allow_inconclusive=args.allow_inconclusive,
+                                      settings=gate_settings(args))
+    finally:
+        st.close()
     for text in gated.lines:
         print(text)
     return EXIT_CODES[gated.outcome]

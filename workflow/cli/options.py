@@ -45,6 +45,30 @@ def add_allow_inconclusive(p: argparse.ArgumentParser, what: str) -> None:
                         "still exits 3")
 
 
+def add_accept_config(p: argparse.ArgumentParser, what: str) -> None:
+    """--accept-config KEY[,KEY]: measurement configuration keys (records/
+    measurement_config.KEYS) two measurements may differ in and still be judged."""
+    from workflow.records.measurement_config import KEYS
+
+    p.add_argument("--accept-config", type=config_keys, default=(), metavar="KEY[,KEY]",
+                   help=f"{what}, these keys accepted as different (of: {', '.join(KEYS)}); "
+                        "without it such a case is not judged. Rebless (or re-measure) to "
+                        "compare like with like")
+
+
+def config_keys(text: str) -> tuple[str, ...]:
+    """--accept-config's keys: measurement configuration keys, comma-separated."""
+    from workflow.records.measurement_config import KEYS
+
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown or not keys:
+        raise argparse.ArgumentTypeError(
+            f"unknown measurement configuration key(s) {', '.join(map(repr, unknown))}; "
+            f"expected one or more of {', '.join(KEYS)}, comma-separated")
+    return keys
+
+
 def add_gate_options(p: argparse.ArgumentParser) -> None:
     from workflow.suite.defaults import gate_settings
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from workflow.history import sql
 from workflow.history.importers import values as limits
+from workflow.records import measurement_config
 
 # Which way is better, by unit: time, counts and sizes go down; rates, ratios and
 # accuracy go up. A unit not named here (a v3 file's own) is judged by its metric name.
@@ -75,8 +76,8 @@ def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
                     "head_branch": run["head_branch"], "repo": run["repo"],
                     "workflow_id": run["workflow_id"], "versions": run["versions"],
                     "host": run["host"], "values": values,
-                    # Disturbed by outside load, as its run's protocol judged:
-                    # shown, never used to locate a change (history/detect.py).
+                    # Disturbed by outside load, as its run's protocol judged: used
+                    # with its wider spread, unless an outlier (history/detect.py).
                     "clean": run_id not in unclean,
                     "bisect": run["name"] == BISECT_RUN,
                     "value": statistics.median(values) if values else float("nan")})
@@ -103,15 +104,62 @@ def unusable(store) -> dict[str, str]:
 
 def series(store, pattern: str = "*", metric: str | None = sql.LATENCY) -> list[dict]:
     """Every series whose case id `pattern` names (exactly or as an fnmatch glob) for
-    `metric` (None: every metric), sorted by id."""
+    `metric` (None: every metric), sorted by case id and metric, then by their first
+    run. A series is one measurement configuration's runs (sql.series): `config` its
+    text ('' not recorded). Where a case and metric have runs at several, each series'
+    id names its configuration (`case :: metric [threads=2,...]`; `measurement_config.label`), and
+    each after the first says where it began (`new_config`: its first run, and the
+    configuration measured before it): a new configuration starts a new series, never a
+    step in the old one. With one configuration the id is `case :: metric`, as before
+    configurations were recorded."""
     rows = store.rows(sql.series(pattern, metric))
     if not rows:
         return []
     facts = {run["run_id"]: run for run in runs(store)}
-    return [{"id": f"{row['case_id']} :: {row['metric']}", "case_id": row["case_id"],
-             "metric": row["metric"], "unit": row["unit"],
-             "direction": direction(row["metric"], row["unit"]),
-             "points": _points(row, facts)} for row in rows]
+    out = [{"id": f"{row['case_id']} :: {row['metric']}", "case_id": row["case_id"],
+            "metric": row["metric"], "config": row.get("config") or "",
+            "config_label": "", "new_config": None, "unit": row["unit"],
+            "direction": direction(row["metric"], row["unit"]),
+            "points": _points(row, facts)} for row in rows]
+    return label_configurations(out)
+
+
+def label_configurations(series_list: list[dict]) -> list[dict]:
+    """The series sorted by (case id, metric, first run); where a case and metric have
+    several configurations, each series' id, config_label and new_config filled in
+    (series()'s docstring). Pure: a series in query's shape, `config` its text."""
+    def first(s: dict) -> tuple:
+        return ((s["points"][0]["timestamp"], s["points"][0]["run_id"]) if s["points"]
+                else (math.inf, ""))
+
+    ordered = sorted(series_list, key=lambda s: (s["case_id"], s["metric"], first(s),
+                                                 s.get("config") or ""))
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for s in ordered:
+        s.setdefault("config", "")
+        s.setdefault("config_label", "")
+        s.setdefault("new_config", None)
+        groups.setdefault((s["case_id"], s["metric"]), []).append(s)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        for k, s in enumerate(group):
+            s["config_label"] = measurement_config.label(s["config"])
+            s["id"] = f"{s['case_id']} :: {s['metric']} [{s['config_label']}]"
+            if k == 0 or not s["points"]:
+                continue
+            start = s["points"][0]
+            # The configuration measured last before this one's first run.
+            at = (start["timestamp"], start["run_id"])
+            earlier = [((p["timestamp"], p["run_id"]), other["config_label"])
+                       for other in group[:k] for p in other["points"]
+                       if (p["timestamp"], p["run_id"]) < at]
+            before = max(earlier, key=lambda e: e[0], default=None)
+            s["new_config"] = {
+                "run_id": start["run_id"], "timestamp": start["timestamp"],
+                "time": start["time"], "head_sha": start.get("head_sha") or "",
+                "previous": before[1] if before else None}
+    return ordered
 
 
 def runs(store) -> list[dict]:

@@ -27,6 +27,11 @@ SOURCE = "benchmark.extra_info['source']"
 # One measurement (history/ingest.measurement_id): what makes ingesting idempotent.
 MEASUREMENT_ID = "metric.extra_info['measurement_id']"
 UNCLEAN = "benchmark.extra_info['disturbed'] = 'true'"
+# The measurement configuration of the row's case (records/measurement_config.as_text:
+# device, threads, invocation kind, measurement settings); a row without it (ingested
+# before it was written, a torchao CSV, a foreign v3 file) reads as '' (a map's absent
+# key): "configuration not recorded".
+CONFIG = "benchmark.extra_info['measurement_config']"
 
 _ENGINE = re.compile(r"ENGINE = MergeTree\('[^)]*'\)")
 _CREATE = "CREATE TABLE benchmark.oss_ci_benchmark_v3 ("
@@ -185,7 +190,10 @@ def case_condition(pattern: str) -> str:
 
 def series(pattern: str, metric: str | None) -> str:
     """Every series `pattern` and `metric` (None: every metric) name, one row each:
-    its unit and, aligned, its rows' run ids, timestamps and values (in no order). The
+    a series is a case, a metric and a measurement configuration (CONFIG: unchanged code
+    at 1 thread and at 2 differs by x1.7, so runs at two configurations are two series,
+    never one with a step). Each row holds its unit and, aligned, its rows' run ids,
+    timestamps and values (in no order). The
     run's commit, versions and host come from runs() (one row a run, not a copy per
     point: a year of a 1,000-case suite's latency series is 36 MB of JSON instead of
     173 MB, and `history detect` reads them all)."""
@@ -193,17 +201,18 @@ def series(pattern: str, metric: str | None) -> str:
     if metric is not None:
         where += f" AND metric.name = {quote(metric)}"
     return (
-        f"SELECT {CASE_ID} AS case_id, metric.name AS metric, "
+        f"SELECT {CASE_ID} AS case_id, metric.name AS metric, {CONFIG} AS config, "
         "any(metric.extra_info['unit']) AS unit, "
         f"groupArray({RUN_ID}) AS run_ids, groupArray(timestamp) AS timestamps, "
         "groupArray(metric.benchmark_values) AS values, "
         # Whether the measurement protocol found the run disturbed by outside load
         # (records' timing.disturbed, in the dashboard rows' extra_info): such a point is
-        # drawn, not used to find a change. A noisy one is used: small cases are noisy
-        # on every run here, and the bootstrap weighs their spread.
+        # judged with its wider spread, and no step may rest on two of them
+        # (history/detect.py). A noisy one is used as any: small cases are noisy on
+        # every run here, and the bootstrap weighs their spread.
         f"groupArray({UNCLEAN}) AS unclean "
-        f"FROM {TABLE} WHERE {where} GROUP BY case_id, metric "
-        f"ORDER BY case_id, metric SETTINGS {SERIES_SETTINGS} FORMAT JSONEachRow")
+        f"FROM {TABLE} WHERE {where} GROUP BY case_id, metric, config "
+        f"ORDER BY case_id, metric, config SETTINGS {SERIES_SETTINGS} FORMAT JSONEachRow")
 
 
 # Without these the by_series projection is never chosen (measured, chdb 4.4, 30 runs x

@@ -71,6 +71,16 @@ def as_text(config: Mapping) -> str:
     return ",".join(f"{k}={config[k]}" for k in KEYS if k in config)
 
 
+# What a series, a line or a page calls the configuration of rows stored before it was
+# recorded (an empty as_text).
+NOT_RECORDED = "configuration not recorded"
+
+
+def label(text: str) -> str:
+    """A configuration's text as lines name it."""
+    return text or NOT_RECORDED
+
+
 def differences(measured: Mapping, golden: Mapping, accepted: Iterable[str] = ()
                 ) -> list[dict]:
     """[{key, measured, golden}] of each key both configurations hold with different

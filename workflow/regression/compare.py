@@ -13,6 +13,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, replace
 
+from workflow.records import measurement_config
 from workflow.regression.explain import explain
 from workflow.render.common import md_text
 from workflow.stats.enums import Status, Verdict
@@ -62,8 +63,11 @@ def _note(base: dict, new: dict) -> str:
     return ", ".join(notes)
 
 
-def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
-    """Rows per section plus what could not be compared and the geometric mean."""
+def compare(base: dict, new: dict, settings: Settings | None = None,
+            accept_config=()) -> dict:
+    """Rows per section plus what could not be compared and the geometric mean. A case
+    measured at another measurement configuration on the two sides (records/
+    measurement_config.py) is not compared, save for the `accept_config` keys."""
     settings = settings or gate_settings()
     base_cases = {c["id"]: c for c in base["cases"]}
     new_cases = {c["id"]: c for c in new["cases"]}
@@ -79,6 +83,14 @@ def compare(base: dict, new: dict, settings: Settings | None = None) -> dict:
             status = "; ".join(f"{name}: {c['status']} at {c.get('stage')}"
                                for name, c in (("base", b), ("new", n)) if name in which)
             unmatched.append((cid, status))
+            continue
+        diffs = measurement_config.differences(measurement_config.of_case(n),
+                                               measurement_config.of_case(b), accept_config)
+        if diffs:
+            unmatched.append((cid, "measurement configuration differs: "
+                                   f"{measurement_config.describe_all(diffs, 'base')} "
+                                   "(--accept-config "
+                                   f"{','.join(d['key'] for d in diffs)} compares them)"))
             continue
         golden = GoldenRef(source="base", median_ms=b["timing"]["median_ms"],
                            invocation_medians_ms=tuple(b["timing"]["invocation_medians_ms"]))

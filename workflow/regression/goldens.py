@@ -236,6 +236,9 @@ class BlessPlan:
     files: dict[str, dict] = field(default_factory=dict)        # path -> new file content
     changes: list[tuple[str, str, dict | None, dict]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (case id, why)
+    # (case id, why): earlier reports' runs of a case left out of its pool (another
+    # measurement configuration: pooled, they would mix two levels into one golden).
+    not_pooled: list[tuple[str, str]] = field(default_factory=list)
 
 
 def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: str | None = None,
@@ -260,6 +263,14 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
         old = plan.files[path]["cases"].get(case["id"])
         prior = [b[case["id"]] for b in before if case["id"] in b
                  and b[case["id"]]["status"] == Status.OK and b[case["id"]].get("timing")]
+        config = measurement_config.of_case(case)
+        diffs = [measurement_config.differences(measurement_config.of_case(c), config)
+                 for c in prior]
+        if any(diffs):
+            first = measurement_config.describe_all(next(d for d in diffs if d), "this report")
+            plan.not_pooled.append((case["id"], f"{sum(map(bool, diffs))} earlier run(s) at "
+                                                f"another configuration not pooled ({first})"))
+            prior = [c for c, d in zip(prior, diffs, strict=True) if not d]
         new = entry_from_case(case, report, report_path, granularity, now, prior)
         plan.files[path]["cases"][case["id"]] = new
         plan.files[path]["schema_version"] = SCHEMA_VERSION  # entries of 1.1 now
@@ -300,6 +311,8 @@ def describe(plan: BlessPlan) -> list[str]:
                          f"{old['binary_bytes']} -> {new['binary_bytes']} B")
         if new["noisy"]:
             lines.append(f"    ! {cid}: noisy (cv {new['cv']:.1%}); bless a quieter run")
+    for cid, why in plan.not_pooled:
+        lines.append(f"    ! {cid}: {why}")
     for cid, why in plan.skipped:
         lines.append(f"  - {cid}: not blessed ({why})")
     return lines

@@ -163,6 +163,37 @@ def metrics(case: dict, peak: dict | None) -> list[tuple[str, list, float, dict]
     return out
 
 
+def benchmark_info(case: dict, prov: dict, arch: str) -> dict[str, str]:
+    """A case's benchmark.extra_info: where and how it was measured, and what became of it."""
+    return strings({
+        "device": case.get("device") or "cpu", "arch": arch, "sku": case["sku"],
+        "backend": case["backend"], "recipe": case["recipe"],
+        "dtype": case["dtype"], "compile_mode": case.get("compile_mode"),
+        "case_id": case["id"], "suite": prov.get("suite_name"),
+        # When its numbers were taken: a history ingest of this file knows them for
+        # the same measurements as its report's (history/importers/v3.py).
+        "measured_at": c.section(case, "timing").get("measured_at")
+        or c.section(case, "provenance").get("started_at"),
+        "config_hash": prov.get("config_hash"),
+        # What decides the level measured besides the code (threads, invocation
+        # kind, device, measurement settings): the history keys a series by it.
+        "measurement_config": measurement_config.as_text(
+            measurement_config.of_case(case)),
+        "noisy": c.section(case, "timing").get("noisy"),
+        # Outside load during its kept invocations: every metric of the case
+        # carries the flag, and the reason where it is set.
+        "disturbed": c.disturbed(case) if c.section(case, "timing") else None,
+        "disturbance_reason": (c.disturbance_reason(case) if c.disturbed(case)
+                               else None),
+        "golden_verdict": c.section(case, "golden").get("verdict"),
+        "report_status": c.status(case),
+        # A compile-only case: the device it targets and why it was not timed.
+        "target_device": (c.section(case, "provenance").get("iree_device")
+                          if case["status"] == Status.COMPILE_ONLY else None),
+        "not_measured": c.not_measured(case, "timing"),
+    })
+
+
 def records(report: dict, peak: dict | None = None) -> list[dict]:
     prov = report.get("provenance", {})
     deps = dependencies(prov)
@@ -179,33 +210,7 @@ def records(report: dict, peak: dict | None = None) -> list[dict]:
             "mode": case["mode"],
             # The quantization where there is one, else the dtype (torchao's convention).
             "dtype": case["dtype"] if case["recipe"] == c.BASELINE else case["recipe"],
-            "extra_info": strings({
-                "device": case.get("device") or "cpu", "arch": arch, "sku": case["sku"],
-                "backend": case["backend"], "recipe": case["recipe"],
-                "dtype": case["dtype"], "compile_mode": case.get("compile_mode"),
-                "case_id": case["id"], "suite": prov.get("suite_name"),
-                # When its numbers were taken: a history ingest of this file knows them for
-                # the same measurements as its report's (history/importers/v3.py).
-                "measured_at": c.section(case, "timing").get("measured_at")
-                or c.section(case, "provenance").get("started_at"),
-                "config_hash": prov.get("config_hash"),
-                # What decides the level measured besides the code (threads, invocation
-                # kind, device, measurement settings): the history keys a series by it.
-                "measurement_config": measurement_config.as_text(
-                    measurement_config.of_case(case)),
-                "noisy": c.section(case, "timing").get("noisy"),
-                # Outside load during its kept invocations: every metric of the case
-                # carries the flag, and the reason where it is set.
-                "disturbed": c.disturbed(case) if c.section(case, "timing") else None,
-                "disturbance_reason": (c.disturbance_reason(case) if c.disturbed(case)
-                                       else None),
-                "golden_verdict": c.section(case, "golden").get("verdict"),
-                "report_status": c.status(case),
-                # A compile-only case: the device it targets and why it was not timed.
-                "target_device": (c.section(case, "provenance").get("iree_device")
-                                  if case["status"] == Status.COMPILE_ONLY else None),
-                "not_measured": c.not_measured(case, "timing"),
-            }),
+            "extra_info": benchmark_info(case, prov, arch),
         }
         model = {
             "name": case["workload"],

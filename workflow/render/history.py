@@ -38,10 +38,13 @@ DOT, DENSE = 2.2, 6.0
 ORDER = {"regression": 0, "improvement": 1}
 
 
-def anchor(case_id: str, metric: str = LATENCY) -> str:
+def anchor(case_id: str, metric: str = LATENCY, config: str | None = None) -> str:
     """The id of a series' section: stable across pages and runs, safe in a URL
-    fragment whatever the case id holds (report.html links to it)."""
-    return "s-" + hashlib.sha256(f"{case_id}\0{metric}".encode()).hexdigest()[:12]
+    fragment whatever the case id holds (report.html links to it). `config`: a
+    configuration's series other than the case's newest (render() gives the newest the
+    plain anchor, the one report.html links to)."""
+    key = f"{case_id}\0{metric}" + ("" if config is None else f"\0{config}")
+    return "s-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def _num(tenths: int) -> str:
@@ -242,14 +245,19 @@ def judgement(det: dict | None) -> tuple[list[dict], str | None]:
     return cps, f"not judged: {det.get('reason') or 'no reason given'}"
 
 
-def section(s: dict, det: dict | None, run_index: dict[str, int]) -> dict:
-    """Everything one series' section shows."""
+def section(s: dict, det: dict | None, run_index: dict[str, int],
+            newest: bool = True) -> dict:
+    """Everything one series' section shows; `newest`: the newest configuration of its
+    case and metric (or its only one), which keeps the plain anchor."""
     cps, note = judgement(det)
     points, unit = s["points"], s.get("unit") or ""
     last = points[-1]
     kinds = {cp["kind"] for cp in cps}
     return {
-        "anchor": anchor(s["case_id"], s["metric"]), "id": s["id"], "case_id": s["case_id"],
+        "anchor": anchor(s["case_id"], s["metric"],
+                         None if newest else s.get("config") or ""),
+        "id": s["id"], "case_id": s["case_id"], "config": s.get("config_label") or "",
+        "new_config": new_config_text(s),
         "metric": s["metric"], "unit": unit, "direction": s.get("direction", "lower"),
         "runs": len(points), "has_cp": bool(cps),
         "rank": min((ORDER.get(k, 2) for k in kinds), default=3),
@@ -259,19 +267,36 @@ def section(s: dict, det: dict | None, run_index: dict[str, int]) -> dict:
         "cps": [{"kind": cp["kind"], "label": cp_label(cp, points[cp["index"]]),
                  "detail": cp_detail(cp, points, unit)} for cp in cps],
         "note": note,
-        "left_out": left_out_text(points),
+        "left_out": left_out_text(points, (det or {}).get("outliers") or []),
         "plot": plot(s, cps, run_index),
     }
 
 
-def left_out_text(points: list[dict]) -> str | None:
-    """Which runs detection left out (the protocol found them disturbed by outside load):
-    drawn with the others, said here, never a step."""
-    out = [i for i, p in enumerate(points) if not p.get("clean", True)]
-    if not out:
+def new_config_text(s: dict) -> str | None:
+    """Where a series is a configuration that began after another of its case and
+    metric: said, so that the start of the plot reads as a new series, not a step."""
+    new = s.get("new_config")
+    if not new:
         return None
-    return (f"{len(out)} run(s) disturbed by outside load, drawn but not used to find "
-            f"changes: run {ranges([i + 1 for i in out])}")
+    after = f" after [{new['previous']}]" if new.get("previous") else ""
+    return (f"A new measurement configuration from {new['time']} "
+            f"({new['head_sha'][:8] or 'run ' + new['run_id']}){after}: a series of its "
+            "own, never compared with the runs before it")
+
+
+def left_out_text(points: list[dict], outliers: list[int] = ()) -> str | None:
+    """The runs the protocol found disturbed by outside load: used to find changes
+    with their wider spread, except those left out as outliers among their neighbours
+    (history/detect.py; drawn with the others, said here, never a step)."""
+    disturbed = [i for i, p in enumerate(points) if not p.get("clean", True)]
+    if not disturbed:
+        return None
+    text = (f"{len(disturbed)} run(s) disturbed by outside load, used with their wider "
+            f"spread: run {ranges([i + 1 for i in disturbed])}")
+    if outliers:
+        text += (f"; left out as outliers among their neighbours: run "
+                 f"{ranges([i + 1 for i in sorted(outliers)])}")
+    return text
 
 
 def runs(series: list[dict]) -> list[dict]:
@@ -320,8 +345,17 @@ def render(series: list[dict], detection: dict | None, meta: dict) -> str:
     all_runs = runs(series)
     run_index = {run["run_id"]: i for i, run in enumerate(all_runs)}
     found = {entry["series"]: entry for entry in (detection or {}).get("series") or []}
+    # The newest configuration of each case and metric keeps the plain anchor.
+    newest: dict[tuple[str, str], dict] = {}
+    for s in series:
+        key, last = (s["case_id"], s["metric"]), s["points"][-1]
+        held = newest.get(key)
+        if held is None or (last["timestamp"], last["run_id"]) > (
+                held["points"][-1]["timestamp"], held["points"][-1]["run_id"]):
+            newest[key] = s
     sections = sorted((section(s, found.get(s["id"]) if detection is not None else None,
-                               run_index) for s in series),
+                               run_index, newest[(s["case_id"], s["metric"])] is s)
+                       for s in series),
                       key=lambda x: (x["rank"], x["id"]))
     # One point marker per distinct run spacing (a marker is drawn in its line's
     # stretched units, so its ellipse is a circle on the page only for that spacing).

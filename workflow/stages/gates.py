@@ -62,12 +62,22 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)
     lines = [r.line() for r in remeasured]
-    why = explain.finding_lines(report, a.regressed, goldens)
+    lines += gate_lines(report, a, explain.finding_lines(report, a.regressed, goldens))
+    return GateResult(a.outcome, lines)
+
+
+def gate_lines(report: dict, a: gate.Assessment, why: dict[str, list[str]],
+               notes: list[str] = (), summary_tail: str = "") -> list[str]:
+    """The lines `check` prints of an assessment: REGRESSED (each with its explanation,
+    `why`), COULD NOT JUDGE, NOT JUDGED lines, `notes`, then the summary line (its
+    first word the outcome's: ok, FAIL, COULD NOT JUDGE), `summary_tail` at its end."""
+    lines = []
     for f in a.regressed:
         lines += [f"REGRESSED {f.line()}", *why.get(f.case_id, [])]
     lines += [f"COULD NOT JUDGE {nj.line()}" for nj in a.unjudged]
     lines += [f"NOT JUDGED {nj.line()} (counted as ok: {HINTS.get(nj.kind, nj.kind)})"
               for nj in a.not_judged]
+    lines += list(notes)
     result = gate.summary(report, a)
     n = len(report["cases"])
     compile_only = (f"; {result['compile_only']} compile-only case(s) judged on dispatch "
@@ -77,8 +87,47 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
     verdicts = ", ".join(f"{count} {getattr(v, 'value', v)}"
                          for v, count in result["time_verdicts"].items())
     lines.append(f"{HEADS[a.outcome]}: {len(a.regressed)} of {n} case(s) regressed{unjudged}, "
-                 f"{a.judged} judged; time verdicts: {verdicts or 'none'}{compile_only}")
-    return GateResult(a.outcome, lines)
+                 f"{a.judged} judged; time verdicts: {verdicts or 'none'}{compile_only}"
+                 f"{summary_tail}")
+    return lines
+
+
+def check_against_history(report_path: Path, store, runs: int, *, where: str,
+                          require_goldens: bool, allow_inconclusive: bool,
+                          settings) -> GateResult:
+    """`benchflow check --against-history N`: each case of the report judged against
+    the last `runs` stored runs of the same case at the same measurement configuration
+    in `store` (opened to read; `where` names it), by the same verdict rules and gate as
+    against goldens (regression/rolling.py chooses the runs; history/baseline.py reads
+    them). Runs holding any of the report's own measurements, runs newer than it and
+    bisection steps are left out (disturbed runs are used); a case with fewer than 2 runs left
+    could not be judged. Nothing is measured again: the baseline is no golden file to
+    judge new invocations against."""
+    from workflow.history import baseline
+    from workflow.regression import rolling
+
+    report = read_report(report_path)
+    stamps, measurements, run_time = baseline.report_measurements(report_path)
+    own = baseline.runs_holding(store, measurements)
+    points = baseline.points(store, [c["id"] for c in report["cases"]])
+    bases = {c["id"]: rolling.choose(c, points.get(c["id"], []), runs,
+                                     stamps.get(c["id"], run_time), own)
+             for c in report["cases"]}
+    report = {**report, "cases": [{**c, "golden": rolling.golden(c, bases[c["id"]], settings)}
+                                  for c in report["cases"]]}
+    a = rolling.settle(gate.assess(report, require_goldens=require_goldens,
+                                   allow_inconclusive=allow_inconclusive),
+                       report, bases)
+    why = {f.case_id: [f"    {bases[f.case_id].line()}"] for f in a.regressed
+           if bases[f.case_id].enough}
+    regressed = {f.case_id for f in a.regressed}
+    # A case judged on fewer runs than asked for says so (a regressed one under its line).
+    notes = [f"FEWER RUNS {c['id']}: time {c['golden'].get('verdict')} "
+             f"{bases[c['id']].line()}" for c in report["cases"]
+             if bases[c["id"]].short and c["id"] not in regressed]
+    tail = (f"; against the last {runs} stored run(s) of each case at its measurement "
+            f"configuration in {where}")
+    return GateResult(a.outcome, gate_lines(report, a, why, notes, tail))
 
 
 def outcome(rows: list[dict], allow_inconclusive: bool) -> tuple[str, list[str]]:

@@ -18,6 +18,23 @@ Two steps:
 
 A run with a single value (a non-latency metric) makes the second resampling a no-op:
 the bootstrap is then over runs only.
+
+Runs disturbed by outside load (the measurement protocol's flag) are used, with their
+own, wider spread of invocation values: on a machine other work shares every run is
+disturbed, and leaving them out left nothing to judge. What they must not do is make a
+step on their own, nor hide one:
+- a disturbed run that is an outlier among its neighbours (disturbed_outliers: a Hampel
+  filter over the runs' medians, LOCATION_WINDOW runs wide, its scale the wider of the
+  neighbours' spread and the run's own) is left out of both steps. Kept in, one 1.4x
+  disturbed run among ten drowns a 30 % step, in Otava's t-test and in the bootstrap
+  alike. A run at a real step's edge is no outlier: it sits with the runs on its own
+  side;
+- one or two outliers the filter cannot tell (at the newest end of the series, or next
+  to a step, where two of five runs around it are not a minority) still make no step:
+  a side needs `min_side_runs` (3) runs, and the bootstrap resamples runs, so two
+  outliers among three runs after a split carry about 0.74 of the resamples, below
+  `confidence`.
+Three or more disturbed runs in a row at a new level are a step, as three clean ones are.
 """
 
 from __future__ import annotations
@@ -33,6 +50,12 @@ RESAMPLES = 2000
 # few tens of MB.
 CHUNK = 250
 DIRECTIONS = ("lower", "higher")
+# The runs a disturbed one is compared with to tell an outlier (disturbed_outliers):
+# itself and two each side, so that two outliers in a row are a minority of it.
+LOCATION_WINDOW = 5
+# How far from its window's median, in scaled median absolute deviations (1.4826 MAD:
+# a standard deviation for normal noise), a disturbed run is an outlier there.
+HAMPEL_K = 3.0
 
 
 @dataclass(frozen=True)
@@ -53,29 +76,43 @@ class Settings:
 
 
 def detect(values_per_run: list[list[float]], *, direction: str,
-           settings: Settings) -> list[dict]:
+           settings: Settings, disturbed: list[bool] | None = None) -> list[dict]:
     """The change points of a series: values_per_run[i] is run i's values (latency:
     its invocation medians; other metrics: one value), runs in time order. direction:
-    which way is better ("lower": a ratio above 1 is a regression)."""
+    which way is better ("lower": a ratio above 1 is a regression). disturbed[i]: run i
+    was disturbed by outside load (module docstring; None: none was)."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction {direction!r}; expected one of {DIRECTIONS}")
     runs = [np.asarray(v, dtype=np.float64) for v in values_per_run]
     if any(r.size == 0 or not np.all(np.isfinite(r)) for r in runs):
         raise ValueError("every run needs at least one finite value")
+    flags = [bool(d) for d in disturbed] if disturbed is not None else [False] * len(runs)
+    if len(flags) != len(runs):
+        raise ValueError(f"{len(flags)} disturbed flags for {len(runs)} runs")
     if len(runs) < max(settings.min_runs, 2 * settings.min_side_runs):
         return []
-    candidates = _candidates(_medians(runs), settings)
+    medians = _medians(runs)
+    # The disturbed outliers out (module docstring); a change point's index is then
+    # mapped back to the whole series'.
+    out = set(_outliers(runs, medians, flags))
+    used = [i for i in range(len(runs)) if i not in out]
+    if len(used) < max(settings.min_runs, 2 * settings.min_side_runs):
+        return []
+    runs, flags = [runs[i] for i in used], [flags[i] for i in used]
+    candidates = _candidates([medians[i] for i in used], settings)
     kept: list[dict] = []
     start = 0
     for k, (index, p_value) in enumerate(candidates):
         stop = candidates[k + 1][0] if k + 1 < len(candidates) else len(runs)
-        cp = _judge(runs, start, index, stop, settings)
+        cp = _judge(runs, start, index, stop, settings, flags)
         if cp is None:
             continue
         cp["p_value"] = p_value
         cp["kind"] = _kind(cp["ratio"], direction)
         kept.append(cp)
         start = index
+    for cp in kept:
+        cp["index"] = used[cp["index"]]
     return kept
 
 
@@ -83,6 +120,54 @@ def _medians(runs: list[np.ndarray]) -> list[float]:
     if len({r.size for r in runs}) == 1:  # the usual case, in one call (365 x 1000 series)
         return np.median(np.stack(runs), axis=1).tolist()
     return [float(np.median(r)) for r in runs]
+
+
+def disturbed_outliers(values_per_run: list[list[float]], disturbed: list[bool]) -> list[int]:
+    """The disturbed runs that are outliers among their neighbours, left out of both
+    steps (module docstring): run i when disturbed[i] and its median lies more than
+    HAMPEL_K scaled median absolute deviations (1.4826 MAD) from the median of the
+    LOCATION_WINDOW runs around it (itself and two each side, fewer at the ends; a
+    Hampel filter), the MAD the series' typical one over such windows or, where wider,
+    that of the run's own median (from its invocations' spread). Left to right, an
+    outlier already found counts in the windows after it as its window's median, so
+    that two in a row are both found. A run at a real step's edge is no outlier: of the
+    five runs around it, it sits with those on its own side, within their spread."""
+    runs = [np.asarray(v, dtype=np.float64) for v in values_per_run]
+    return _outliers(runs, _medians(runs), [bool(d) for d in disturbed])
+
+
+def _outliers(runs: list[np.ndarray], medians: list[float],
+              disturbed: list[bool]) -> list[int]:
+    if not any(disturbed):
+        return []
+    half = LOCATION_WINDOW // 2
+
+    def window(values: list[float], i: int) -> list[float]:
+        return values[max(0, i - half):i + half + 1]
+
+    # The run-to-run spread: the median over the series of each window's MAD (one
+    # window's five medians can agree closely by chance; an outlier or a step widens
+    # only the few windows holding it).
+    spread = float(np.median([_mad(window(medians, i)) for i in range(len(medians))]))
+    level = list(medians)  # the outliers found so far replaced by their windows' medians
+    out = []
+    for i, bad in enumerate(disturbed):
+        if not bad:
+            continue
+        centre = float(np.median(window(level, i)))
+        # Or, where wider, the spread of this run's own median (its invocations' MAD
+        # over sqrt(n), times 1.2533: a median's standard error): a disturbed run's wide
+        # spread is what it knows of its level.
+        own = 1.2533 * float(np.median(np.abs(runs[i] - medians[i]))) / np.sqrt(runs[i].size)
+        if abs(medians[i] - centre) > HAMPEL_K * 1.4826 * max(spread, own):
+            out.append(i)
+            level[i] = centre
+    return out
+
+
+def _mad(values: list[float]) -> float:
+    centre = np.median(values)
+    return float(np.median(np.abs(np.asarray(values) - centre)))
 
 
 def _candidates(medians: list[float], settings: Settings) -> list[tuple[int, float]]:
@@ -99,10 +184,22 @@ def _candidates(medians: list[float], settings: Settings) -> list[tuple[int, flo
 
 
 def _judge(runs: list[np.ndarray], start: int, index: int, stop: int,
-           settings: Settings) -> dict | None:
+           settings: Settings, disturbed: list[bool]) -> dict | None:
     """The step at `index` judged on runs[start:index] against runs[index:stop]; None
-    when it is not kept."""
-    before, after = runs[start:index], runs[index:stop]
+    when it is not kept. A kept one says how many runs each side were disturbed."""
+    before, after = list(range(start, index)), list(range(index, stop))
+    cp = _judge_sides(runs, before, after, settings, [settings.seed, start, index, stop])
+    if cp is not None:
+        cp["disturbed_before"] = sum(disturbed[i] for i in before)
+        cp["disturbed_after"] = sum(disturbed[i] for i in after)
+    return cp
+
+
+def _judge_sides(runs: list[np.ndarray], before_ix: list[int], after_ix: list[int],
+                 settings: Settings, seed: list[int]) -> dict | None:
+    """The step from the runs before_ix to the runs after_ix: the ratio of their pooled
+    medians, its bootstrap interval and confidence; None when it is not kept."""
+    before, after = [runs[i] for i in before_ix], [runs[i] for i in after_ix]
     if min(len(before), len(after)) < settings.min_side_runs:
         return None
     m_before = float(np.median(np.concatenate(before)))
@@ -114,7 +211,7 @@ def _judge(runs: list[np.ndarray], start: int, index: int, stop: int,
         return None  # too small whatever the bootstrap says: spare its cost
     # One generator per (seed, step, segment): a step's verdict does not depend on
     # which other candidates were judged before it.
-    rng = np.random.default_rng([settings.seed, start, index, stop])
+    rng = np.random.default_rng(seed)
     boot_before, boot_after = _bootstrap(before, rng), _bootstrap(after, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = boot_after / boot_before
@@ -123,7 +220,7 @@ def _judge(runs: list[np.ndarray], start: int, index: int, stop: int,
     if confidence < settings.confidence:
         return None
     lo, hi = np.quantile(ratios, [0.025, 0.975])
-    return {"index": index, "before": m_before, "after": m_after, "ratio": ratio,
+    return {"index": after_ix[0], "before": m_before, "after": m_after, "ratio": ratio,
             "change_percent": 100 * (ratio - 1), "ci95": [float(lo), float(hi)],
             "confidence": confidence, "runs_before": len(before),
             "runs_after": len(after)}
