@@ -825,6 +825,9 @@ def parse_args() -> argparse.Namespace:
                     "new temporary directory; kept either way)")
     ap.add_argument("--tolerance", type=float, help="passed to every check (default: "
                     "check's own)")
+    ap.add_argument("--rejudge", type=Path, metavar="FILE.json",
+                    help="measure nothing: judge the runs of an earlier --out file again "
+                         "with this checkout's benchflow")
     ap.add_argument("--hog-first", action="store_true", help="the hog on the odd runs, "
                     "the first (the goldens' run) among them; default: the even runs")
     ap.add_argument("--tight-tolerance", type=float, default=1.05,
@@ -849,8 +852,61 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def rejudge(args) -> int:
+    """--rejudge FILE.json: the checks, detect and coverage of an earlier evidence run
+    (its --out file and the directories it names) judged again by this checkout's
+    benchflow, measuring nothing: how a change to the verdict rules reads the same runs.
+    The stores hold every run; --against-history leaves out the runs newer than each."""
+    record = json.loads(args.rejudge.read_text())
+    root = Path(record["workdir"])
+    logs = root / "logs" / f"rejudge-{int(time.time())}"
+    logs.mkdir(parents=True)
+    fields = {f for f in Run.__dataclass_fields__}
+    summary = {}
+    for name in dict.fromkeys(r["suite"] for r in record["runs"]):
+        state = SuiteState(Suite(name, Path(), ""), root / f"goldens-{name}",
+                           root / f"store-{name}")
+        state.runs = [Run(**{k: v for k, v in r.items() if k in fields})
+                      for r in record["runs"] if r["suite"] == name]
+        state.blessed_from = record["suites"][name]["blessed_from"]
+        print(f"\n== {name}: {len(state.runs)} runs, goldens from {state.blessed_from}")
+        for run in state.runs:
+            run.check = run.history_check = None
+            if not run.ok or run.label == state.blessed_from:
+                continue
+            run.check = check_goldens(run, state.goldens, logs, args.tolerance)
+            run.check["tight"] = tight_verdicts(run.report, state.goldens,
+                                                args.tight_tolerance)
+            run.history_check = check_history(run, state.store, args.history_n, logs,
+                                              args.tolerance)
+            print(f"  {run.label} ({'hog' if run.hog else 'idle'})")
+            say_check("check --goldens", run.check)
+            say_check(f"check --against-history {args.history_n}", run.history_check)
+        cov = coverage([r for r in state.runs if r.ok])
+        summary[name] = suite_summary(state, cov, detect(state.store, logs, name))
+    injected = record.get("injected")
+    if injected and injected.get("case"):
+        run = Run(**{k: v for k, v in injected["run"].items() if k in fields})
+        run.check = check_goldens(run, root / "goldens-default", logs, args.tolerance,
+                                  keep=injected["case"])
+        tight = tight_verdicts(run.report, root / "goldens-default", args.tight_tolerance)
+        golden = run.check.get("golden") or {}
+        injected = {**injected, "run": run, "caught": injected["case"] in run.check["regressed"],
+                    "verdict": golden.get("verdict"), "golden_ratio": golden.get("ratio"),
+                    "false_others": [c for c in run.check["false"] if c != injected["case"]],
+                    "tight": {"tolerance": args.tight_tolerance,
+                              "caught": injected["case"] in (tight or []),
+                              "false_others": [c for c in tight or []
+                                               if c != injected["case"]]}}
+        say_check("injected: check --goldens", run.check, unchanged=False)
+    say_summary(summary, injected, len(record["runs"]) // max(1, len(summary)))
+    return 0
+
+
 def main() -> int:
     args = parse_args()
+    if args.rejudge:
+        return rejudge(args)
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="rerun_evidence.", dir=args.workdir)).resolve()
@@ -859,7 +915,8 @@ def main() -> int:
     history_available = "--against-history" in check_options()
     print(f"nproc: {len(os.sched_getaffinity(0))}; python: {sys.executable}")
     print(f"work directory (kept): {root}")
-    print(f"suites: {', '.join(args.suite_names)}; {args.runs} runs each, runs 1, 3, ... "
+    hogged = "1, 3" if args.hog_first else "2, 4"
+    print(f"suites: {', '.join(args.suite_names)}; {args.runs} runs each, runs {hogged}, ... "
           f"beside {HOG_PROCESSES} busy process for their first {args.hog_s:g} s"
           + ("; --quick: figures mean nothing" if args.quick else ""))
     print("check --against-history: " + ("available" if history_available else

@@ -28,7 +28,8 @@ from workflow.stats.verdict import GoldenRef
 KIND = "benchflow-goldens"
 # 1.1: an entry may hold `explain` (the blessed case's kernels, compile flags and
 # provenance), so that `check` names the dispatches behind a regression; 1.2:
-# `measurement_config`, so that a case measured otherwise is not judged against it.
+# `measurement_config`, so that a case measured otherwise is not judged against it, and
+# `run_medians_ms` (one per run of a pooled golden), so that it is judged run by run.
 SCHEMA_VERSION = "1.2"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 
@@ -122,6 +123,7 @@ def ref_from_entry(entry: dict, source: str, case_id: str = "") -> GoldenRef:
     """A golden file's entry; a compile-only one has no time (median_ms null)."""
     return GoldenRef(source=source, median_ms=entry["median_ms"],
                      config=entry_config(entry, case_id),
+                     run_medians_ms=tuple(entry.get("run_medians_ms") or ()) or None,
                      invocation_medians_ms=tuple(entry["invocation_medians_ms"]),
                      tolerance=entry.get("tolerance"), dispatch_count=entry["dispatch_count"],
                      binary_bytes=entry["binary_bytes"],
@@ -195,6 +197,10 @@ def entry_from_case(case: dict, report: dict, report_path: str, granularity: int
             "invocation_medians_ms": medians,
             "cv": stats.cv(medians) if pooled else t["cv"],
             "noisy": bool(t.get("noisy")) or any(c["timing"].get("noisy") for c in earlier),
+            # Each run's median: a golden of several runs judges a later one against
+            # their spread (stats/verdict.run_level_verdict).
+            **({"run_medians_ms": [c["timing"]["median_ms"] for c in earlier]
+                + [t["median_ms"]]} if pooled else {}),
         }
     return {
         **time_fields,
@@ -313,6 +319,14 @@ def describe(plan: BlessPlan) -> list[str]:
             lines.append(f"    ! {cid}: noisy (cv {new['cv']:.1%}); bless a quieter run")
     for cid, why in plan.not_pooled:
         lines.append(f"    ! {cid}: {why}")
+    single = sum(1 for *_, new in plan.changes
+                 if new["median_ms"] is not None and new["runs"] == 1)
+    if single:
+        lines.append(f"  note: {single} golden time(s) from one run: a later run is judged "
+                     "against its invocations alone, which know nothing of how runs of "
+                     "unchanged code move as a whole (5-20 % on a shared machine); bless "
+                     "from three or more reports to judge run against runs "
+                     "(docs/goldens.md, \"Several runs\")")
     for cid, why in plan.skipped:
         lines.append(f"  - {cid}: not blessed ({why})")
     return lines

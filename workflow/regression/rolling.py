@@ -90,8 +90,12 @@ class Baseline:
         if not self.enough:
             return None
         pooled = tuple(v for p in self.used for v in p["values"])
+        # Judged run against runs (stats/verdict.run_level_verdict): the stored runs'
+        # spread is the noise between runs, which pooled invocations would hide.
         return verdict.GoldenRef(source=self.source, median_ms=statistics.median(pooled),
                                  invocation_medians_ms=pooled,
+                                 run_medians_ms=tuple(statistics.median(p["values"])
+                                                      for p in self.used),
                                  config=_parse(self.config) or None)
 
     def too_few(self) -> str:

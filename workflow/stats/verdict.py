@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from workflow.stats.enums import Status, Verdict
 
 MANN_WHITNEY = "mann-whitney-exact"
+RUN_LEVEL = "run-level-prediction-t"
 WILCOXON = "wilcoxon-signed-rank-exact"
 
 
@@ -73,6 +74,10 @@ class GoldenRef:
     size_tolerance: float | None = None
     # Whose rules judge it: "benchflow" (a golden file) or "sharktank" (a benchmark file).
     origin: str = "benchflow"
+    # The median of each run it pools (a golden blessed from several reports, a rolling
+    # baseline of stored runs): with two or more, the time is judged run against runs
+    # (run_level_verdict), their spread the noise between runs; None: one run.
+    run_medians_ms: tuple[float, ...] | None = None
     # The measurement configuration it was measured at ({key: value}, records/
     # measurement_config.py); None: unknown (a benchmark file's number). Compared by
     # the regression layer, not here.
@@ -110,10 +115,49 @@ def one_sided_p(new: Sequence[float], golden: Sequence[float] | float, alternati
     return float(res.pvalue), MANN_WHITNEY
 
 
+def run_level_verdict(new_medians: Sequence[float], golden: GoldenRef, tolerance: float,
+                      p_threshold: float) -> TimeVerdict:
+    """The time judged run against runs: this run's median against the medians of the
+    golden's runs (two or more), on the log scale, by the one-sided t test of a new
+    observation against a sample (its prediction interval: mean +- t(n-1) x sd x
+    sqrt(1 + 1/n)). The invocations of one run share its machine state, so pooled into
+    one sample they overstate the evidence between runs: identical code rerun minutes
+    apart moved 5 to 20 % as a whole on the 2-core machine while each run's interval was
+    a few percent wide, and the invocation-level test called that a regression. Here the
+    runs' own spread is the noise; the ratio is still the median's against the golden
+    median and must pass the tolerance too."""
+    from scipy import stats
+
+    runs = [math.log(m) for m in golden.run_medians_ms]
+    n = len(runs)
+    centre, spread = statistics.fmean(runs), statistics.stdev(runs)
+    median = statistics.median(new_medians)
+    ratio = median / golden.median_ms
+    # A floor far below any machine's noise: identical run medians would divide by zero.
+    score = (math.log(median) - centre) / (max(spread, 1e-9) * math.sqrt(1 + 1 / n))
+    direction = "greater" if ratio >= 1 else "less"
+    p = float(stats.t.sf(score, n - 1) if direction == "greater" else stats.t.cdf(score, n - 1))
+    beyond = ratio > tolerance if direction == "greater" else ratio < 1 / tolerance
+    where = (f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({RUN_LEVEL}: "
+             f"this run's median against {n} runs' medians, which spread x"
+             f"{math.exp(spread):.3f})")
+    if not beyond:
+        return TimeVerdict(Verdict.PASS, ratio, p, RUN_LEVEL, f"within tolerance: {where}")
+    would = Verdict.REGRESSION if direction == "greater" else Verdict.IMPROVEMENT
+    if p >= p_threshold:
+        return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, RUN_LEVEL,
+                           f"would be {would} but not significant (p >= {p_threshold:g}): "
+                           f"the golden's runs spread as much from one run to the next: "
+                           f"{where}")
+    return TimeVerdict(would, ratio, p, RUN_LEVEL, where)
+
+
 def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
                  tolerance: float, p_threshold: float) -> TimeVerdict:
     if not golden.median_ms:
         return TimeVerdict(Verdict.NO_GOLDEN, None, None, None, "no golden time")
+    if golden.run_medians_ms and len(golden.run_medians_ms) >= 2:
+        return run_level_verdict(new_medians, golden, tolerance, p_threshold)
     median = statistics.median(new_medians)
     ratio = median / golden.median_ms
     sample = (golden.invocation_medians_ms if golden.invocation_medians_ms
@@ -178,7 +222,10 @@ def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
 def rules(golden: GoldenRef, tolerance: float, size_tolerance: float,
           p_threshold: float) -> dict:
     """Which rule judges each aspect against this golden, named with its owner."""
-    if golden.invocation_medians_ms and len(golden.invocation_medians_ms) > 1:
+    if golden.run_medians_ms and len(golden.run_medians_ms) >= 2:
+        test = (f"one-sided t test of this run's median against the {len(golden.run_medians_ms)}"
+                " golden runs' medians (log scale, their prediction interval)")
+    elif golden.invocation_medians_ms and len(golden.invocation_medians_ms) > 1:
         test = "exact one-sided Mann-Whitney test of the invocation medians"
     else:
         test = "exact Wilcoxon signed-rank test of the invocation medians against it"
@@ -237,9 +284,24 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
         return out
     tv = time_verdict(timing["invocation_medians_ms"], bool(timing.get("noisy")), golden,
                       tolerance, settings.p_value)
+    if timing.get("disturbed") and tv.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        tv = _disturbed(tv, timing)
     out.update(verdict=tv.verdict, ratio=tv.ratio, p_value=tv.p_value, test=tv.test,
                reason=tv.reason)
     return out
+
+
+def _disturbed(tv: TimeVerdict, timing: dict) -> TimeVerdict:
+    """A change measured while outside load kept disturbing the case's invocations (the
+    protocol retook them and they stayed disturbed: timing.disturbed) is the load's as
+    much as the code's: inconclusive, never a regression or an improvement. Under a CPU
+    hog for the first minute of a rerun, unchanged cases came out x1.2 to x1.5 "slower";
+    `check` measures an inconclusive IREE case again within its budget."""
+    why = " ".join(str((timing.get("disturbance") or {}).get("reason")
+                       or "outside load").split())
+    return TimeVerdict(Verdict.INCONCLUSIVE, tv.ratio, tv.p_value, tv.test,
+                       f"would be {tv.verdict} but measured under outside load ({why}): "
+                       f"measure again on a quiet machine: {tv.reason}")
 
 
 def regressed_aspects(golden: dict) -> list[str]:
