@@ -32,7 +32,6 @@ from workflow.backends.proc import (
     own_bug_marker,
     python_env,
 )
-from workflow.backends.torch import allocator
 from workflow.errors import OwnBug, StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
@@ -62,8 +61,7 @@ class _Worker:
             json.dump(plan, fh)
             self._plan_file = fh.name
         self._proc = Streaming([python, "-m", WORKER, self._plan_file, "serve"], log=log,
-                               env={**python_env(python), **allocator.worker_env()},
-                               commands=True)
+                               env=python_env(python), commands=True)
         try:
             self.warmup_calls = self._expect("ready", "prepare")["warmup_calls"]
         except BaseException:

@@ -29,7 +29,6 @@ from workflow.backends.proc import (
     own_bug_marker,
     python_env,
 )
-from workflow.backends.torch import allocator
 from workflow.errors import OwnBug
 from workflow.measure.disturbance import granted_cpus, outside_share
 from workflow.paths import torch_case_record
@@ -88,7 +87,7 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
     results: dict[str, dict] = {}
     current, deadline = None, time.monotonic() + timeout
     with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
-                   log=log, env={**python_env(python), **allocator.worker_env()}) as worker:
+                   log=log, env=python_env(python)) as worker:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
