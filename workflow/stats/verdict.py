@@ -284,7 +284,7 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
         return out
     tv = time_verdict(timing["invocation_medians_ms"], bool(timing.get("noisy")), golden,
                       tolerance, settings.p_value)
-    if timing.get("disturbed") and tv.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+    if timing.get("disturbed") and tv.verdict == Verdict.REGRESSION:
         tv = _disturbed(tv, timing)
     out.update(verdict=tv.verdict, ratio=tv.ratio, p_value=tv.p_value, test=tv.test,
                reason=tv.reason)
@@ -292,11 +292,12 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings) -> dict:
 
 
 def _disturbed(tv: TimeVerdict, timing: dict) -> TimeVerdict:
-    """A change measured while outside load kept disturbing the case's invocations (the
+    """A slowdown measured while outside load kept disturbing the case's invocations (the
     protocol retook them and they stayed disturbed: timing.disturbed) is the load's as
-    much as the code's: inconclusive, never a regression or an improvement. Under a CPU
-    hog for the first minute of a rerun, unchanged cases came out x1.2 to x1.5 "slower";
-    `check` measures an inconclusive IREE case again within its budget."""
+    much as the code's: inconclusive, never a regression. Under a CPU hog for the first
+    minute of a rerun, unchanged cases came out x1.2 to x1.5 "slower"; `check` measures
+    an inconclusive IREE case again within its budget. An improvement stands: load only
+    slows a case down, so the code is at least that fast."""
     why = " ".join(str((timing.get("disturbance") or {}).get("reason")
                        or "outside load").split())
     return TimeVerdict(Verdict.INCONCLUSIVE, tv.ratio, tv.p_value, tv.test,
