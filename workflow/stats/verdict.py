@@ -115,6 +115,15 @@ def one_sided_p(new: Sequence[float], golden: Sequence[float] | float, alternati
     return float(res.pvalue), MANN_WHITNEY
 
 
+def _side(ratio: float, tolerance: float) -> tuple[str, bool, str]:
+    """(the one-sided test's direction, whether the ratio is past the tolerance that way,
+    the verdict it would then be)."""
+    slower = ratio >= 1
+    beyond = ratio > tolerance if slower else ratio < 1 / tolerance
+    return ("greater" if slower else "less", beyond,
+            Verdict.REGRESSION if slower else Verdict.IMPROVEMENT)
+
+
 def run_level_verdict(new_medians: Sequence[float], golden: GoldenRef, tolerance: float,
                       p_threshold: float) -> TimeVerdict:
     """The time judged run against runs: this run's median against the medians of the
@@ -135,15 +144,13 @@ def run_level_verdict(new_medians: Sequence[float], golden: GoldenRef, tolerance
     ratio = median / golden.median_ms
     # A floor far below any machine's noise: identical run medians would divide by zero.
     score = (math.log(median) - centre) / (max(spread, 1e-9) * math.sqrt(1 + 1 / n))
-    direction = "greater" if ratio >= 1 else "less"
+    direction, beyond, would = _side(ratio, tolerance)
     p = float(stats.t.sf(score, n - 1) if direction == "greater" else stats.t.cdf(score, n - 1))
-    beyond = ratio > tolerance if direction == "greater" else ratio < 1 / tolerance
     where = (f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({RUN_LEVEL}: "
              f"this run's median against {n} runs' medians, which spread x"
              f"{math.exp(spread):.3f})")
     if not beyond:
         return TimeVerdict(Verdict.PASS, ratio, p, RUN_LEVEL, f"within tolerance: {where}")
-    would = Verdict.REGRESSION if direction == "greater" else Verdict.IMPROVEMENT
     if p >= p_threshold:
         return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, RUN_LEVEL,
                            f"would be {would} but not significant (p >= {p_threshold:g}): "
@@ -163,13 +170,11 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
     sample = (golden.invocation_medians_ms if golden.invocation_medians_ms
               and len(golden.invocation_medians_ms) > 1 else golden.median_ms)
     n_golden = None if isinstance(sample, float | int) else len(sample)
-    direction = "greater" if ratio >= 1 else "less"
+    direction, beyond, would = _side(ratio, tolerance)
     p, test = one_sided_p(new_medians, sample, direction)
-    beyond = ratio > tolerance if direction == "greater" else ratio < 1 / tolerance
     where = f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({test})"
     if not beyond:
         return TimeVerdict(Verdict.PASS, ratio, p, test, f"within tolerance: {where}")
-    would = Verdict.REGRESSION if direction == "greater" else Verdict.IMPROVEMENT
     if p >= p_threshold:
         if min_p(len(new_medians), n_golden) >= p_threshold:
             return TimeVerdict(Verdict.INCONCLUSIVE, ratio, p, test,
