@@ -13,7 +13,6 @@ embedded one reads a snapshot)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from workflow.history import query, sql
@@ -57,55 +56,21 @@ def runs_holding(store, measurements: dict[int, set[str]]) -> set[str]:
     return {r["run_id"] for r in rows}
 
 
-IDS_PER_STATEMENT = 500
-
-
-def latency_statement(case_ids: list[str]) -> str:
-    """The latency rows of these cases, one row each (unordered)."""
-    listed = ", ".join(sql.quote(c) for c in sorted(set(case_ids)))
-    return (f"SELECT {sql.CASE_ID} AS case_id, {sql.RUN_ID} AS run_id, timestamp, name, "
-            f"{sql.CONFIG} AS config, metric.benchmark_values AS values, "
-            f"{sql.UNCLEAN} AS unclean FROM {sql.TABLE} "
-            f"WHERE {sql.CASE_ID} IN ({listed}) AND metric.name = {sql.quote(sql.LATENCY)} "
-            f"SETTINGS {sql.SERIES_SETTINGS} FORMAT JSONEachRow")
-
-
 def points(store, case_ids: list[str]) -> dict[str, list[dict]]:
-    """{case id: its stored runs, oldest first}: each {run_id, timestamp, time, config,
-    values, clean, bisect}. A run with two rows of one case (a v3 file may repeat one) is
-    one point holding both rows' values; a run no series can use (query.unusable: a
-    value that is not finite, a time that is no time) is left out, as show and detect
-    leave it out."""
-    if not case_ids:
+    """{case id: its stored latency runs, oldest first}, read as `history show` and
+    `detect` read them (query.series: one point a run, its invocation values, `clean`,
+    `bisect`; a run no series can use left out), each point with its series'
+    measurement configuration (`config`: '' not recorded)."""
+    wanted = set(case_ids)
+    if not wanted:
         return {}
-    unusable = query.unusable(store)
-    merged: dict[tuple[str, str], dict] = {}
-    ids = sorted(set(case_ids))
-    # A few hundred ids a statement: a report's thousands would pass chdb's query size.
-    rows = [row for start in range(0, len(ids), IDS_PER_STATEMENT)
-            for row in store.rows(latency_statement(ids[start:start + IDS_PER_STATEMENT]))]
-    for row in rows:
-        if row["run_id"] in unusable:
-            continue
-        values = row["values"]
-        if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
-            continue
-        key = (row["case_id"], row["run_id"])
-        point = merged.get(key)
-        if point is None:
-            stamp = int(row["timestamp"])
-            merged[key] = {"run_id": row["run_id"], "timestamp": stamp,
-                           "time": query.iso(stamp), "config": row["config"] or "",
-                           "values": [float(v) for v in values],
-                           "clean": not row["unclean"],
-                           "bisect": row["name"] == query.BISECT_RUN}
-        else:
-            point["values"] += [float(v) for v in values]
-            point["timestamp"] = max(point["timestamp"], int(row["timestamp"]))
-            point["clean"] = point["clean"] and not row["unclean"]
+    # One case: its id as the pattern (the by_series projection reads it alone).
+    pattern = next(iter(wanted)) if len(wanted) == 1 else "*"
     out: dict[str, list[dict]] = {}
-    for (cid, _), point in merged.items():
-        out.setdefault(cid, []).append(point)
+    for s in query.series(store, pattern, sql.LATENCY):
+        if s["case_id"] in wanted:
+            out.setdefault(s["case_id"], []).extend({**p, "config": s["config"]}
+                                                    for p in s["points"])
     for pts in out.values():
         pts.sort(key=lambda p: (p["timestamp"], p["run_id"]))
     return out

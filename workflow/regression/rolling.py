@@ -41,12 +41,6 @@ MIN_RUNS = 2
 TOO_FEW = "too-few-runs"
 
 
-def config_text(config: str) -> str:
-    """A configuration as the lines name it; '' (a row stored before configurations were
-    recorded) as the history's series name it."""
-    return measurement_config.label(config)
-
-
 def _parse(text: str) -> dict[str, str]:
     return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
 
@@ -75,7 +69,8 @@ class Baseline:
     @property
     def source(self) -> str:
         n = len(self.used)
-        return f"history: last {n} run{'s' if n != 1 else ''} at {config_text(self.config)}"
+        label = measurement_config.label(self.config)
+        return f"history: last {n} run{'s' if n != 1 else ''} at {label}"
 
     @property
     def enough(self) -> bool:
@@ -95,14 +90,14 @@ class Baseline:
         return verdict.GoldenRef(source=self.source, median_ms=statistics.median(pooled),
                                  invocation_medians_ms=pooled,
                                  run_medians_ms=tuple(statistics.median(p["values"])
-                                                      for p in self.used),
-                                 config=_parse(self.config) or None)
+                                                      for p in self.used))
 
     def too_few(self) -> str:
         """Why it could not be judged, naming the runs held at every configuration."""
         n = len(self.used)
-        parts = [f"{n} stored run{'s' if n != 1 else ''} at {config_text(self.config)}"]
-        parts += [f"{count} at {config_text(c)}"
+        label = measurement_config.label(self.config)
+        parts = [f"{n} stored run{'s' if n != 1 else ''} at {label}"]
+        parts += [f"{count} at {measurement_config.label(c)}"
                   for c, count in sorted(self.others.items(), key=lambda kv: (-kv[1], kv[0]))]
         left = ", ".join(f"{count} {why}" for why, count in self.left_out.items() if count)
         return (f"history: {'; '.join(parts)}; at least {MIN_RUNS} runs at its own "
