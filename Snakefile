@@ -16,7 +16,7 @@ from workflow.stages.plan import (
 )
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.profile_check import profile_refusal
-from workflow.stages.resources import default_resource, slurm_in_use, slurm_warnings
+from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
 from workflow.stages.suite_dir import suite_dir
 
 # A profile value that makes no sense (jobs: 0, retries: -1, mem_mb: 0, runtime:

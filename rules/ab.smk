@@ -16,14 +16,12 @@ from workflow.paths import (
 )
 from workflow.stages.ab import ab_repair
 from workflow.stages.plan import ab_pair_plan, sku_settings, torch_ab_plan
+from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
     ab_mem_mb,
     ab_runtime_min,
-    slurm_constraint,
-    slurm_gres,
-    slurm_partition,
     torch_ab_mem_mb,
 )
 

@@ -25,6 +25,7 @@ from workflow.stages.plan import (
     bench_provenance,
     case_golden_input,
 )
+from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
 from workflow.stages.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
@@ -32,9 +33,6 @@ from workflow.stages.resources import (
     file_bytes,
     mem_request_mb,
     run_runtime_min,
-    slurm_constraint,
-    slurm_gres,
-    slurm_partition,
 )
 from workflow.stages.sharktank import compile_flags as bench_compile_flags
 from workflow.stages.sharktank import data_files as bench_data_files

@@ -16,13 +16,11 @@ from workflow.stages.plan import (
     iree_batch_plan,
     sku_settings,
 )
+from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
 from workflow.stages.resources import (
     earlier_record,
     iree_batch_mem_mb,
     iree_batch_runtime_min,
-    slurm_constraint,
-    slurm_gres,
-    slurm_partition,
 )
 
 
@@ -62,8 +60,9 @@ rule iree_batch:
     # machine with a measurement.
     resources:
         bench_slot=1,
-        mem_mb=lambda wc, attempt: iree_batch_mem_mb(
-            [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt),
+        # Its exports made at once, one per thread (stages/resources.export_workers).
+        mem_mb=lambda wc, attempt, threads: iree_batch_mem_mb(
+            [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt, threads),
         # What its cases are expected to take (earlier records where they exist),
         # capped by their timeouts; a retry asks for every timeout.
         runtime=lambda wc, attempt: iree_batch_runtime_min(

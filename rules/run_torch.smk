@@ -9,11 +9,9 @@ from workflow.stages.plan import (
     torch_batch_content,
     torch_batch_plan,
 )
+from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
 from workflow.stages.resources import (
     earlier_record,
-    slurm_constraint,
-    slurm_gres,
-    slurm_partition,
     torch_batch_mem_mb,
     torch_batch_runtime_min,
 )

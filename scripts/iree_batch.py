@@ -11,6 +11,7 @@ batch_job(
     gate=snakemake.config["goldens"],
     batch=snakemake.output.batch,
     log=snakemake.log[0],
+    threads=snakemake.threads,
     targets=time_targets([c["identity"]["id"] for c in snakemake.params.cases],
                          snakemake.wildcards.sku,
                          snakemake.config["skus"][snakemake.wildcards.sku]["measurement"],

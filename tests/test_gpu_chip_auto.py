@@ -166,6 +166,24 @@ def test_the_installed_compiler_decides_which_chip(monkeypatch):
                                      "CUDA target at or below compute capability")
 
 
+@pytest.mark.tool
+def test_a_compiler_from_no_package_is_named_by_what_it_says(tmp_path, monkeypatch):
+    """An iree-compile that no installed package brought (a source build on PATH, the
+    unpacked wheel the H100 check ran) is named by its own --version, not "unknown" (the
+    H100's auto choice read "the newest CUDA target of iree-compile unknown")."""
+    real = tools.tool_path("iree-compile")
+    monkeypatch.setattr(tools, "package_version", lambda name: None)
+    monkeypatch.setattr(tools, "tool_path", lambda name: real)
+    said = tools.compiler_version()
+    version, at, commit = said.split()
+    assert at == "@" and len(commit) == 12 and version[0].isdigit(), said
+    other = tmp_path / "other-compile"
+    other.write_text("#!/bin/sh\necho\necho 'Forge compiler 0.3 (built today)'\necho more\n")
+    other.chmod(0o755)
+    assert tools.tool_version(str(other)) == "Forge compiler 0.3 (built today)"
+    assert tools.tool_version(str(tmp_path / "absent")) is None
+
+
 # --- validation ------------------------------------------------------------------------------
 
 def test_auto_loads_for_cuda_without_asking_the_compiler(monkeypatch):

@@ -12,6 +12,7 @@ import yaml
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from workflow.models.registry import get_model
+from workflow.stages import placement
 from workflow.stages import resources as r
 from workflow.suite.load import Workload
 
@@ -165,8 +166,10 @@ def job_resources(text: str) -> list[tuple[str, dict]]:
     for block in re.split(r"\n(?=\s*rule \w+:)", text):
         m = re.match(r"\s*rule (\w+):", block)
         res = re.search(r"resources: (.*)", block)
+        threads = re.search(r"threads: (\d+)", block)
         if m and res:
-            jobs.append((m.group(1), dict(kv.split("=", 1) for kv in res.group(1).split(", "))))
+            jobs.append((m.group(1), {**dict(kv.split("=", 1) for kv in res.group(1).split(", ")),
+                                      "threads": threads and threads.group(1)}))
     return jobs
 
 
@@ -184,11 +187,14 @@ def test_rules_declare_resources_from_the_case(tmp_path):
     for rule, res in jobs:
         by_rule.setdefault(rule, []).append(res)
     # One batch per SKU here; each asks for the largest stage of its largest model
-    # (bert tiny's export) and for every stage of every case at its timeout.
+    # (bert tiny's export) or, with a thread per export, its exports made at once, and
+    # for every stage of every case at its timeout.
     bert = Workload("b", "bert", "tiny", "f32", (1, 16), None)
     linear = Workload("l", "linear", "default", "f32", (16, 32, 32), None)
+    threads = [int(res["threads"]) for res in by_rule["iree_batch"]]
     assert [int(res["mem_mb"]) for res in by_rule["iree_batch"]] == \
-        [r.iree_batch_mem_mb([linear, bert])] * 2 == [r.export_mem_mb(bert)] * 2
+        [r.iree_batch_mem_mb([linear, bert], threads=t) for t in threads]
+    assert r.iree_batch_mem_mb([linear, bert], threads=1) == r.export_mem_mb(bert)
     # Each batch asks for its two cases' expected time (export, compile, verify and the
     # measuring of tiny_suite's protocol) with the margin, within their timeouts.
     from workflow.suite.load import load
@@ -343,21 +349,21 @@ def test_unset_account_and_partition_are_warned_about_once_each(monkeypatch):
     monkeypatch.setenv("BENCHFLOW_SLURM_PARTITION", "cpu")
     profile = {"slurm_account": Default("'$BENCHFLOW_SLURM_ACCOUNT'"),
                "slurm_partition": Default("'$BENCHFLOW_SLURM_PARTITION'")}
-    assert r.default_resource(profile, "slurm_partition") == "cpu"
-    assert r.default_resource(profile, "mem_mb") is None
-    lines = r.slurm_warnings({"host": {"iree": {"target_backend": "llvm-cpu"}}}, profile)
+    assert placement.default_resource(profile, "slurm_partition") == "cpu"
+    assert placement.default_resource(profile, "mem_mb") is None
+    lines = placement.slurm_warnings({"host": {"iree": {"target_backend": "llvm-cpu"}}}, profile)
     assert lines == ["benchflow: SLURM: BENCHFLOW_SLURM_ACCOUNT is not set, so sbatch gets "
                      "$BENCHFLOW_SLURM_ACCOUNT; export BENCHFLOW_SLURM_ACCOUNT=<your account> "
                      '(docs/cluster.md)']
     # --executor slurm without the profile: neither is given.
-    assert r.slurm_in_use({}, ["snakemake", "--executor", "slurm"])
-    assert r.slurm_in_use({}, ["snakemake", "--executor=slurm"])
-    assert not r.slurm_in_use({}, ["snakemake", "--cores", "2"])
-    assert not r.slurm_in_use({}, ["snakemake", "--executor", "slurm-jobstep"])
-    assert len(r.slurm_warnings({}, {})) == 2
+    assert placement.slurm_in_use({}, ["snakemake", "--executor", "slurm"])
+    assert placement.slurm_in_use({}, ["snakemake", "--executor=slurm"])
+    assert not placement.slurm_in_use({}, ["snakemake", "--cores", "2"])
+    assert not placement.slurm_in_use({}, ["snakemake", "--executor", "slurm-jobstep"])
+    assert len(placement.slurm_warnings({}, {})) == 2
     # A GPU SKU with a gres, or a CPU SKU, is not warned about.
     skus = {"gpu": GPU_SKU, "rocm": {"iree": {"target_backend": "rocm"}}}
-    assert [line.split("'")[1] for line in r.slurm_warnings(skus, profile)[1:]] == ["rocm"]
+    assert [line.split("'")[1] for line in placement.slurm_warnings(skus, profile)[1:]] == ["rocm"]
 
 
 def test_placement_is_no_part_of_a_cases_key():
@@ -373,5 +379,5 @@ def test_placement_is_no_part_of_a_cases_key():
     default = load([DEFAULT_SUITE]).sku("cpu-host")
     assert default["slurm"] == {"partition": None, "gres": None, "constraint": None}
     assert "slurm" not in sku_settings(default) and "slurm" not in without_placement(default)
-    assert r.slurm_partition(default, "cpu") == "cpu"
-    assert r.slurm_gres(default) is None and r.slurm_constraint(default) is None
+    assert placement.slurm_partition(default, "cpu") == "cpu"
+    assert placement.slurm_gres(default) is None and placement.slurm_constraint(default) is None

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_suite
-from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min, slurm_gres
+from workflow.stages.placement import slurm_gres
+from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
 from workflow.suite.load import load
 
 pytestmark = pytest.mark.slurm

@@ -156,7 +156,7 @@ def compile_module(*, mlir: str, export_meta: str | None = None, sku: dict, time
                                  ) from None
         # `kernels`: the dispatch list a compile-only case keeps (records/case.assemble).
         return {"seconds": seconds, "binary_bytes": os.path.getsize(vmfb), "flags": flags,
-                "compiler_version": sku_compiler_version(sku, log),
+                "compiler_version": sku_compiler_version(sku),
                 "dispatch_count": stats["dispatch_count"],
                 "executable_count": stats["executable_count"],
                 "kernels": compiled_kernels(stats, sku["measurement"]),
@@ -178,14 +178,12 @@ def sku_tool(sku: dict, which: str) -> str:
     return iree.benchmark_tool() if which == "benchmark_tool" else tool_path(TOOLS[which])
 
 
-def sku_compiler_version(sku: dict, log: str) -> str:
-    """The version of the compiler a SKU uses: the installed package's, or what the
-    SKU's own build says of itself (`--version`)."""
+def sku_compiler_version(sku: dict) -> str | None:
+    """The version of the compiler a SKU uses: the installed one's (tools.compiler_version),
+    or what the SKU's own build says of itself (`--version`)."""
     if not sku["iree"].get("compile_tool"):
         return iree.compiler_version()
-    out = run_tool([sku["iree"]["compile_tool"], "--version"], stage="compile", timeout=60,
-                   log=log).stdout
-    return " ".join(out.split())[:200] or "unknown"
+    return iree.tool_version(sku["iree"]["compile_tool"])
 
 
 def benchmark_run(argv: list[str], timeout: float, log: str,
@@ -315,6 +313,14 @@ def verify_iree(*, vmfb: str, compile_meta: str, export_meta: str, inputs: str,
     return run_stage("verify", accuracy, [], [compile_meta], body)
 
 
+def case_export(*, spec: dict, identity: dict, timeouts: dict, log: str,
+                retry_failures: bool = False) -> StageResult:
+    """The export of an IREE case's workload (export: made once, shared by its SKUs)."""
+    mlir, inputs, reference, meta = _stage_files(identity)[:4]
+    return export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
+                  reference=reference, meta=meta, log=log, retry_failures=retry_failures)
+
+
 def case_files(identity: dict) -> dict[str, str]:
     """The files an IREE case is made of (stage name -> path): its export's module, inputs
     and reference, its compiled module, and its record. They are fingerprinted when the
@@ -350,12 +356,14 @@ def _stage_files(identity: dict) -> tuple[str, ...]:
 
 def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeouts: dict,
              gate: dict, key: str, case: str, log: str, retry_failures: bool = False,
-             chip_choice: gpu_chip.ChipChoice | None = None) -> dict:
+             chip_choice: gpu_chip.ChipChoice | None = None, exported_s: float = 0.0) -> dict:
     """One IREE case, start to finish: export (shared), compile, run, verify, then the
     case record. Each stage writes its own JSON, so a failed case names its stage and a
     user can read every step. `chip_choice`: what the SKU's `target_chip: auto` became
     on this machine (gpu_chip.resolve_auto_chip; `sku` holds its chip), recorded in the
-    case's provenance; a choice of no chip makes the case unsupported with its reason."""
+    case's provenance; a choice of no chip makes the case unsupported with its reason.
+    `exported_s`: seconds its batch spent making its export ahead, beside the batch's
+    other exports (iree_batch.export_ahead), counted in its cost's export_s."""
     mlir, inputs, reference, export_meta, vmfb, compile_meta, timing, accuracy = \
         _stage_files(identity)
     # A case measured again starts from nothing: should this job fail (a bug of ours),
@@ -378,9 +386,10 @@ def case_job(*, spec: dict, identity: dict, sku: dict, tolerances: dict, timeout
         return _write_case(identity, sku, [compile_meta, timing, accuracy], case, gate,
                            provenance, {"total_s": 0.0})
     clock = Cost()
+    clock.add("export_s", exported_s)
     with clock.phase("export_s"):
-        export(spec=spec, timeout=timeouts["export_s"], mlir=mlir, inputs=inputs,
-               reference=reference, meta=export_meta, log=log, retry_failures=retry_failures)
+        case_export(spec=spec, identity=identity, timeouts=timeouts, log=log,
+                    retry_failures=retry_failures)
     with clock.phase("compile_s"):
         compile_module(mlir=mlir, export_meta=export_meta, sku=sku,
                        timeout=timeouts["compile_s"], vmfb=vmfb, meta=compile_meta, log=log)

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.records.storage import fingerprint, fingerprint_problem, read_json, write_json
 from workflow.stages import keys
-from workflow.stages.iree import RUN_ID_ENV, case_files, case_job
+from workflow.stages.iree import RUN_ID_ENV, case_export, case_files, case_job
 from workflow.stages.members import members_path, read_members, repair_note
+from workflow.stages.resources import export_workers
 from workflow.stages.targets import with_target
 from workflow.stats.enums import Status
 
@@ -107,9 +110,8 @@ def reuse_problem(entry: dict | None, case_id: str, parts: dict, timeouts: dict,
 
 def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict, gate: dict,
               batch: str, log: str, content: dict | None = None,
-              targets: dict | None = None) -> dict:
-    """Measures a batch of one SKU's IREE cases, one after the other (case_job), and
-    lists them in `batch`.
+              targets: dict | None = None, threads: int = 1) -> dict:
+    """Measures one SKU's IREE cases one after the other (case_job), listed in `batch`.
 
     Snakemake reruns a batch when its plan, its SKU, or the content it is made from
     (`content`: model sources, tool builds) changed, or its list is missing; then only the
@@ -119,14 +121,12 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     with a damaged member) or every member could be reused with the last run's inputs:
     then every member is measured again, failures retried. The members' entries are
     kept beside the batch list, where Snakemake does not delete them. `targets`: the
-    width a case judged by a golden measures towards (stages/targets.py)."""
-    from workflow.paths import IREE_CASE_LOG
-
+    width a case judged by a golden measures towards (stages/targets.py); `threads`:
+    the job's cores (export_ahead)."""
     # `target_chip: auto` becomes this machine's GPU's chip here, where the cases are
     # compiled and measured (the planning machine may have no GPU); keys cover both.
     sku, choice = gpu_chip.resolve_auto_chip(sku)
-    # Whether this machine has the SKU's device: a compile-only result is not reused
-    # where the device exists.
+    # A compile-only result is not reused where the SKU's device exists.
     device_here = iree.device_absent_reason(sku["iree"]["device"]) is None
     parts = [keys.case_parts(c, sku, tolerances, device_here,
                              choice.key() if choice else None) for c in cases]
@@ -141,15 +141,18 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                               timeouts, retry_failures=False)
                 for c, p in zip(cases, parts, strict=True)]
     forced = forced_by_command(batch) or (last_context == context and not any(problems))
+    reuse = [problem is None and not forced for problem in problems]
+    # None for an auto SKU that found no chip (case_job: unsupported, nothing exported).
+    exported_s = {} if choice is not None and choice.chip is None else export_ahead(
+        [c for c, r in zip(cases, reuse, strict=True) if not r], timeouts, threads, forced)
     listed, kept = [], {}
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
-        for case, part, problem in zip(cases, parts, problems, strict=True):
+        for case, part, problem, reused in zip(cases, parts, problems, reuse, strict=True):
             ident = case["identity"]
             key = keys.digest(part)
             path = case_files(ident)["record"]
-            reused = problem is None and not forced
-            fh.write(f"{ident['id']}: {_member_why(reused, forced, problem)} ({key})\n")
-            fh.flush()
+            print(f"{ident['id']}: {_member_why(reused, forced, problem)} ({key})", file=fh,
+                  flush=True)
             if reused:
                 kept[ident["id"]] = members[ident["id"]]
             else:
@@ -157,14 +160,48 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                                   sku=with_target(sku, (targets or {}).get(ident["id"])),
                                   tolerances=tolerances, timeouts=timeouts, gate=gate, key=key,
                                   case=path, retry_failures=forced, chip_choice=choice,
-                                  log=IREE_CASE_LOG.format(sku=ident["sku"],
-                                                           workload=ident["workload"]))
+                                  log=_case_log(ident),
+                                  exported_s=exported_s.get(ident["workload"], 0.0))
                 kept[ident["id"]] = member_entry(ident, part, timeouts, record)
             listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
                            "sha256": kept[ident["id"]]["files"][path]["sha256"]})
     write_json(mpath, {"context": context, "members": kept, "repair": repair})
     write_json(batch, {"cases": listed})
     return {"cases": listed}
+
+
+def export_ahead(cases: list[dict], timeouts: dict, threads: int,
+                 retry_failures: bool) -> dict[str, float]:
+    """Makes the exports of `cases` (one per workload) several at a time (one per thread
+    of the job: resources.export_workers) before any of them is measured, and returns
+    the seconds each took (workload id -> s). An export
+    is a torch process that mostly runs Python on one core: one after another they
+    were most of an IREE GPU batch (H100: 11-18 s each beside 2-10 s of compiling and
+    timing). Nothing is timed meanwhile, as the batch measures after; each export
+    writes its own case's log, and a failure is recorded in its meta as case_job's
+    would be (case_job then reuses what was made, or the failure)."""
+    by_workload = {c["identity"]["workload"]: c for c in cases}
+    workers = export_workers(len(by_workload), threads)
+    if workers < 2:
+        return {}
+
+    def made(case: dict) -> float:
+        t0 = time.perf_counter()
+        log = _case_log(case["identity"])
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        case_export(spec=case["spec"], identity=case["identity"], timeouts=timeouts, log=log,
+                    retry_failures=retry_failures)
+        return time.perf_counter() - t0
+
+    with ThreadPoolExecutor(workers) as pool:
+        running = {w: pool.submit(made, c) for w, c in by_workload.items()}
+        return {w: job.result() for w, job in running.items()}
+
+
+def _case_log(identity: dict) -> str:
+    from workflow.paths import IREE_CASE_LOG
+
+    return IREE_CASE_LOG.format(sku=identity["sku"], workload=identity["workload"])
 
 
 def _last_context(mpath: Path) -> str | None:

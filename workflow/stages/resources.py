@@ -29,13 +29,11 @@ back (attempt 2) with the worst case, every stage at its timeout, so that a stag
 hits its timeout is still recorded as a failed case. Other jobs ask for their stages'
 timeouts plus the job overhead.
 
-Placement (`slurm_partition`, `gres`, `constraint`): a SKU's `slurm` settings send its
-jobs to a partition of their own, and the jobs that use its device ask for its GPU.
+Where the jobs go on SLURM is stages/placement.py's.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 import os
 from collections.abc import Callable
@@ -190,12 +188,35 @@ def export_mem_mb(workload, attempt: int = 1) -> int:
     return mem_request_mb("export", _fp32_weight_bytes(workload), attempt)
 
 
-def iree_batch_mem_mb(workloads, attempt: int = 1) -> int:
+# Most exports an IREE batch makes at once (stages/iree_batch.export_ahead), each a
+# torch process of STAGE_MEMORY["export"]. The H100 check (16 cores) spent 11-18 s per
+# export, 51 of a 4-case batch's 91 s, one after another; four at once cost the
+# longest one, and four torch processes stay within a few GiB for the built-in models.
+EXPORT_WORKERS_MAX = 4
+
+
+def export_workers(exports: int, threads: int) -> int:
+    """How many exports an IREE batch job with `threads` cores makes at once: one per
+    core, at most EXPORT_WORKERS_MAX, never more than it has to make. A SLURM profile's
+    one thread per job keeps them one at a time."""
+    return max(1, min(exports, threads, EXPORT_WORKERS_MAX))
+
+
+def iree_batch_mem_mb(workloads, attempt: int = 1, threads: int = 1) -> int:
     """MiB for an IREE batch job: the largest stage of its largest case (one stage runs
-    at a time), with the weights estimated before the module exists (the export's fp32
-    estimate also bounds the module the later stages load, whatever its dtype)."""
-    weights = max(map(_fp32_weight_bytes, workloads))
-    return max(mem_request_mb(stage, weights, attempt) for stage in STAGE_MEMORY)
+    at a time), or its exports made at once (export_workers: the largest ones together)
+    where they need more, with the weights estimated before the module exists (the
+    export's fp32 estimate also bounds the module the later stages load, whatever its
+    dtype)."""
+    weights = sorted(map(_fp32_weight_bytes, workloads), reverse=True)
+    alone = max(mem_request_mb(stage, weights[0], attempt) for stage in STAGE_MEMORY)
+    together = weights[:export_workers(len(weights), threads)]
+    if len(together) < 2:
+        return alone
+    base, per_weight = STAGE_MEMORY["export"]
+    need = (JOB_BASE_MB + sum(base + per_weight * w / MIB for w in together)) \
+        * HEADROOM * attempt
+    return max(alone, int(math.ceil(need / MEM_GRANULE_MB) * MEM_GRANULE_MB))
 
 
 def iree_batch_runtime_min(workloads, measurement: dict, timeouts: dict, attempt: int = 1,
@@ -424,74 +445,3 @@ def run_runtime_min(measurement: dict, timeouts: dict, attempt: int = 1) -> int:
 
 def _run_seconds(measurement: dict, timeouts: dict) -> float:
     return invocation_count(measurement) * timeouts["run_s"]
-
-
-# --- placement: where a SKU's jobs go on SLURM (snakemake-executor-plugin-slurm) ------
-# The plugin quotes slurm_partition and constraint for the shell and checks gres against
-# its pattern (config/schema.yaml holds a SKU's values to the same); slurm_extra, which
-# it passes unquoted, is never taken from a suite.
-GPU_TARGETS = ("cuda", "rocm", "vulkan-spirv")
-SLURM_VARIABLES = {"slurm_account": "BENCHFLOW_SLURM_ACCOUNT",
-                   "slurm_partition": "BENCHFLOW_SLURM_PARTITION"}
-
-
-def default_resource(resources, name: str) -> str | None:
-    """A --default-resources value (profiles/slurm) as the plugin receives it, for the
-    Snakefile: the profile's quoted Python literal ("'$VAR'") with the environment
-    expanded, or a bare word as snakemake keeps it; None when not given."""
-    entry = resources.get(name) if resources is not None else None
-    raw = getattr(entry, "raw", entry)
-    if raw is None:
-        return None
-    text = os.path.expandvars(str(raw))
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        value = text
-    return str(value)
-
-
-def slurm_partition(sku: dict, default: str | None) -> str | None:
-    """The partition of every job of the SKU: its own, else the profile's default."""
-    return (sku.get("slurm") or {}).get("partition") or default
-
-
-def slurm_gres(sku: dict) -> str | None:
-    """The generic resources (e.g. gpu:1) of the SKU's jobs that use its device: the IREE
-    batches, benchmark-file runs, torch batches and A/B pairs, never a compile job."""
-    return (sku.get("slurm") or {}).get("gres")
-
-
-def slurm_constraint(sku: dict) -> str | None:
-    """Node features every job of the SKU asks for (sbatch --constraint)."""
-    return (sku.get("slurm") or {}).get("constraint")
-
-
-def slurm_in_use(resources, argv: list[str]) -> bool:
-    """Whether this run submits to SLURM: the profile's slurm_* default resources, or
-    an --executor slurm on the command line."""
-    named = any(default_resource(resources, name) is not None for name in SLURM_VARIABLES)
-    pairs = zip(argv, [*argv[1:], None], strict=True)
-    return named or "--executor=slurm" in argv or any(
-        flag in ("--executor", "-e") and value == "slurm" for flag, value in pairs)
-
-
-def slurm_warnings(skus: dict, resources) -> list[str]:
-    """What a SLURM run is missing, one line each: an account or partition left unset
-    (the profile's `$BENCHFLOW_...` then reaches sbatch by name), a GPU SKU that names
-    no gres (its jobs land on CPU nodes, where its cases are compile-only)."""
-    lines = []
-    for name, variable in SLURM_VARIABLES.items():
-        value = default_resource(resources, name)
-        if value is None or "$" in value:
-            lines.append(f"benchflow: SLURM: {variable} is not set, so sbatch gets "
-                         f"{value or 'no ' + name}; export {variable}=<your "
-                         f"{name.split('_')[1]}> (docs/cluster.md)")
-    for sku, settings in skus.items():
-        target = (settings.get("iree") or {}).get("target_backend")
-        if target in GPU_TARGETS and not slurm_gres(settings):
-            lines.append(f"benchflow: SLURM: SKU {sku!r} targets {target} but names no "
-                         f"slurm.gres: its jobs run on CPU nodes, where its cases are "
-                         f"compile-only; set skus.{sku}.slurm.gres (e.g. gpu:1) and "
-                         f"slurm.partition to time them there")
-    return lines

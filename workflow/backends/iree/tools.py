@@ -10,9 +10,11 @@ asked when a suite loads) and whether a runtime device exists on this machine
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -36,8 +38,33 @@ TIME_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
 def compiler_version() -> str | None:
-    """The installed iree-base-compiler version (None: not installed)."""
-    return package_version("iree-base-compiler")
+    """The version of the iree-compile benchflow runs: the installed iree-base-compiler's,
+    or, where none is installed, what the iree-compile found says of itself (a source
+    build on PATH, as an IREE developer's is; an unpacked wheel). None: no compiler."""
+    version = package_version("iree-base-compiler")
+    if version is not None:
+        return version
+    try:
+        return tool_version(tool_path("iree-compile"))
+    except StageError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def tool_version(tool: str) -> str | None:
+    """What an IREE tool says of itself (`--version`): "3.13.0 @ <commit, 12 digits>"
+    from IREE's "IREE compiler version 3.13.0 @ <commit>" line, else its first line
+    (another build's wording); None when it does not answer."""
+    try:
+        proc = capture([tool, "--version"], timeout=60)
+    except (Timeout, OSError):
+        return None
+    text = proc.stdout or proc.stderr or ""
+    found = re.search(r"IREE compiler version\s+(\S+)(?:\s+@\s+([0-9a-f]{7,40}))?", text)
+    if found:
+        return found[1] + (f" @ {found[2][:12]}" if found[2] else "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:200] if lines else None
 
 
 def runtime_version() -> str | None:
