@@ -43,6 +43,15 @@ def write_suite(path: Path, suite: dict) -> Path:
     return path
 
 
+def init_repo(path: Path, branch: str = "main") -> Path:
+    """A new git repository at `path` (made), its committer set for the tests' commits."""
+    path.mkdir(parents=True, exist_ok=True)
+    for args in (["init", "-q", "-b", branch], ["config", "user.email", "t@example.com"],
+                 ["config", "user.name", "t"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+    return path
+
+
 def snakemake(workdir: Path, *args: str, env: dict | None = None, check: bool = True):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
            "--directory", str(workdir), "--cores", "2", *args]

@@ -106,11 +106,12 @@ def test_bisect_over_releases_names_the_release_or_none(tmp_path, cache):
     assert (ends["revision"], ends["against"]) == (BAD, GOOD) and ends["verdict"] != "failed"
     # Each end was compiled by its own release; their dispatch counts say whether the
     # compiler split or fused the module differently.
-    builds = {v: json.loads((cache / "builds" / v / "compile" / "compile.json").read_text())
-              for v in (GOOD, BAD)}
+    # Builds are kept by content key (its tools' builds among it), each naming its compiler.
+    made = [json.loads(f.read_text()) for f in (cache / "builds").glob("*/compile/compile.json")]
+    builds = {b["compiler_version"].split()[0]: b for b in made}
     counts = {}
-    for version, build in builds.items():
-        assert build["compiler_version"].startswith(f"{version} @ ")
-        counts[version] = build["dispatch_count"]
+    for version in (GOOD, BAD):
+        assert builds[version]["compiler_version"].startswith(f"{version} @ ")
+        counts[version] = builds[version]["dispatch_count"]
     assert all(isinstance(n, int) and n > 0 for n in counts.values())
     print(f"{result['summary']} (dispatches {counts}; {time.monotonic() - start:.0f} s)")

@@ -172,3 +172,141 @@ def test_history_detect_hints_name_the_suite_it_was_given():
     placeholder = _suite_in_hints(result, [f"  to find its cause: {hint}"], None)[0]
     assert "--configfile SUITE  (SUITE: the suite file that measured the case" in placeholder
     assert result["change_points"][0]["bisect"] == hint
+
+
+def dag(spec: str) -> list[Revision]:
+    """Revisions from `name:key:parent,parent` words, parents first."""
+    out = []
+    for word in spec.split():
+        name, key, *parents = word.split(":")
+        out.append(Revision(name, key, tuple(parents[0].split(",")) if parents else ()))
+    return out
+
+
+def fake_set(bad: set[str], *, failed: set[str] = frozenset()):
+    """A measure where the revisions in `bad` are slower than the others; `failed` ones
+    do not build. Records every call (base, new)."""
+    calls = []
+
+    def measure(base, new, scale, final):
+        calls.append((base, new))
+        if new in failed:
+            return Step(base, new, ABVerdict.FAILED, row={"error": f"{new}: compile failed"})
+        slow = new in bad and base not in bad
+        return Step(base, new, ABVerdict.REGRESSION if slow else ABVerdict.NO_DIFFERENCE,
+                    2.0 if slow else 1.0, [1.9, 2.1] if slow else [0.99, 1.01], 8)
+    measure.calls = calls
+    return measure
+
+
+def test_a_regression_on_a_merged_side_branch_is_found_on_the_branch():
+    # G, then a side branch S1 (the regression) and three mainline commits M1..M3,
+    # merged at X. rev-list's line puts S1 before the mainline: binary search over the
+    # line measured M1, M2, M3 (all good) and named the merge. The walk over the graph
+    # measures M2, then S1, and names S1 against its own parent.
+    revisions = dag("G:a S1:b:G M1:c:G M2:d:M1 M3:e:M2 X:f:M3,S1")
+    measure = fake_set({"S1", "X"})
+    result = bisect(revisions, measure)
+    assert result["outcome"] == REGRESSED
+    assert (result["first_bad"], result["last_good"]) == ("S1", "G")
+    assert measure.calls == [("G", "X"), ("G", "M2"), ("G", "S1")]
+
+
+def test_a_merge_with_one_sides_inputs_is_not_measured():
+    # The mainline commit changed only other files (G's key); the merge took the side
+    # branch's model as it was: neither can have changed the case.
+    revisions = dag("G:a S1:b:G M1:a:G X:b:M1,S1")
+    measure = fake_set({"S1", "X"})
+    result = bisect(revisions, measure)
+    assert result["first_bad"] == "S1" and measure.calls == [("G", "S1")]
+    skipped = {s["revision"]: s["same_as"] for s in result["steps"] if s["kind"] == "skipped"}
+    assert skipped == {"M1": "G", "X": "S1"} and result["groups"] == 2
+
+
+def test_a_merge_whose_sides_are_both_good_is_the_first_bad_one():
+    revisions = dag("G:a A:b:G B:c:G X:d:A,B Y:e:X")
+    result = bisect(revisions, fake_set({"X", "Y"}))
+    assert (result["first_bad"], result["last_good"]) == ("X", "A")  # its first parent
+    assert result["final"].base == "A"
+
+
+def old_walk(keys: str, bad_from: int) -> list[tuple[str, str]]:
+    """The steps of binary search over the groups of a line, as bisect walked before it
+    walked the graph: the pairs that a line of commits must still be measured with."""
+    reps = [f"c{i}" for i, k in enumerate(keys, 1) if i == 1 or keys[i - 2] != k]
+    bad = [int(r[1:]) >= bad_from for r in reps]
+    calls = [(reps[0], reps[-1])]
+    if not bad[-1]:
+        return calls
+    lo, hi = 0, len(reps) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        calls.append((reps[0], reps[mid]))
+        lo, hi = (lo, mid) if bad[mid] else (mid, hi)
+    return calls + ([(reps[lo], reps[hi])] if lo else [])
+
+
+def test_a_line_is_walked_as_binary_search_walked_it():
+    import random
+
+    rng = random.Random(7)
+    for n in range(2, 60):
+        keys = "".join(rng.choice("abc") for _ in range(n))
+        keys = keys[:-1] + ("d" if keys[-2:-1] != "d" else "e")  # the bad end's own key
+        for bad_from in range(2, n + 1):
+            measure = fake(bad_from)
+            result = bisect(revs(keys), measure)
+            calls = [(base, new) for base, new, _ in measure.calls]
+            assert calls == old_walk(keys, bad_from), (keys, bad_from)
+            assert result["outcome"] in (REGRESSED, PASSED)
+
+
+def test_a_revision_that_cannot_be_prepared_is_skipped_for_a_neighbour():
+    # c3 (the first midpoint) has a syntax error: its key is its own and it is not
+    # measured; c4 is measured instead and the search goes on to c5.
+    revisions = revs("abcdef")
+    revisions[2] = Revision("c3", "? c3", broken="its suite does not load: bad yaml")
+    measure = fake(5)
+    result = bisect(revisions, measure)
+    assert result["outcome"] == REGRESSED and result["first_bad"] == "c5"
+    assert all("c3" not in call for call in measure.calls)
+    kinds = [(s["kind"], s["revision"]) for s in result["steps"]]
+    assert kinds[:4] == [("ends", "c6"), ("skipped", "c3"), ("step", "c4"), ("step", "c5")]
+    assert "its suite does not load" in result["steps"][1]["why"]
+
+
+def test_a_revision_that_does_not_build_is_skipped_not_a_stop():
+    measure = fake_set({"c5", "c6"}, failed={"c3"})
+    result = bisect(revs("abcdef"), measure)
+    assert result["outcome"] == REGRESSED and result["first_bad"] == "c5"
+    assert measure.calls.count(("c1", "c3")) == 2  # retried once, as a failed step is
+    skip = next(s for s in result["steps"] if s["kind"] == "skipped" and s["revision"] == "c3")
+    assert "compile failed" in skip["why"]
+    from workflow.cli.bisect import text_lines
+
+    result.update(kind="commit", revisions=[f"c{i}" for i in range(1, 7)], final=None)
+    assert ("  skipped c3: could not be measured (c3: compile failed); skipped, a neighbour "
+            "measured instead") in text_lines(result, str)
+
+
+def test_only_unmeasurable_revisions_left_is_a_range():
+    revisions = revs("abcde")
+    revisions[2] = Revision("c3", "? c3", broken="its model raised at import")
+    result = bisect(revisions, fake(3))
+    assert result["outcome"] == UNJUDGED and result["first_bad"] is None
+    assert result["candidates"] == ["c3", "c4"] and result["range"] == ["c2", "c4"]
+    assert "one of c3, c4" in result["summary"]
+
+
+def test_the_text_output_lists_a_range_of_skipped_revisions_in_one_line():
+    from workflow.cli.bisect import text_lines
+
+    revisions = revs("a" * 998 + "bb")
+    revisions[500] = Revision("c501", "? c501", broken="its model raised at import")
+    result = bisect(revisions, fake(999))
+    result.update(kind="commit", revisions=[r.name for r in revisions], final=None)
+    text = text_lines(result, str)
+    assert "  skipped 499 revisions c2..c500: same inputs as c1" in text, text
+    assert "  skipped 1 revisions" not in "\n".join(text)
+    assert "  skipped c1000: same inputs as c999" in text
+    assert len(text) < 12

@@ -102,6 +102,9 @@ COMMANDS = [
                                "runs the command end to end"),
     ("benchflow bless ", "skip", "needs results/report.json of a full run"),
     ("benchflow compare ", "skip", "needs two reports of full runs"),
+    ("benchflow ab --base main --new feature", "skip", "measures two revisions of a "
+     "repository; tests/test_ab_revisions.py runs it end to end, tests/test_ci_recipes.py "
+     "docs/ci.md's recipes"),
     ("benchflow check ", "skip", "needs results/report.json of a full run"),
     ("benchflow ab ", "skip", "measures interleaved rounds for a minute; tests/test_ab.py "
                               "runs it"),
@@ -130,6 +133,8 @@ COMMANDS = [
 OUTPUT_BLOCKS = {
     "benchflow: invalid suite, no job was run:": "test_the_refused_suite_example",
     "$ benchflow bisect sync/iree/widening": "a real run of tests/test_bisect.py's repository",
+    "bf688bb39a78 against deb81df4e4bf": "a real run of tests/test_ab_revisions.py's "
+                                         "repository (its lines' shape checked there)",
     "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
@@ -170,6 +175,10 @@ OUTPUT_BLOCKS = {
 }
 # ```yaml blocks that are not validated, by a line of theirs, with why.
 SKIPPED_YAML: dict[str, str] = {
+    "name: benchmarks\non: pull_request": "a GitHub Actions workflow, not a suite "
+                                          "(tests/test_ci_recipes.py runs its steps)",
+    "benchmarks:\n  rules:": "a GitLab CI job, not a suite (tests/test_ci_recipes.py runs "
+                            "its script)",
     "dir: iree-test-suites/sharktank_models/benchmarks":
         "selects the files of an iree-test-suites checkout, absent here; validate checks "
         "them as a run does (issue 23)",

@@ -45,9 +45,6 @@ def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) 
     model_sources}; `tools` overrides the SKU's iree tools (a package bisection's
     environment). ConfigError when the suite does not load or has no such case, or the
     case is not an IREE one."""
-    from workflow.backends.iree import gpu_chip
-    from workflow.backends.iree import tools as iree
-    from workflow.stages import keys
     from workflow.suite.load import IREE, load
 
     where = f"{suite_rel} at {label}"
@@ -56,6 +53,14 @@ def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) 
     if case.backend_kind != IREE:
         raise ConfigError([f"{where}: case {case_id!r}: backend {case.backend!r}; bisect "
                            "measures IREE cases (expected a case whose backend is iree)"])
+    return _iree_prepared(suite, case, tree, tools, where)
+
+
+def _iree_prepared(suite, case, tree: Path, tools: dict, where: str) -> dict:
+    from workflow.backends.iree import gpu_chip
+    from workflow.backends.iree import tools as iree
+    from workflow.stages import keys
+
     sku = dict(suite.sku(case.sku))
     sku["iree"] = {**sku["iree"], **{k: str(v) for k, v in tools.items()}}
     sku, choice = gpu_chip.resolve_auto_chip(sku)
@@ -73,9 +78,44 @@ def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) 
             "model_sources": parts["export"]["model sources"]}
 
 
+def suite_keys(tree: Path, suite_rel: str, label: str) -> dict:
+    """Every case of the suite at this revision and its content key, the suite loaded
+    once (a whole-suite A/B keys a revision in one process): {"suite_name", "ab",
+    "timeouts", "cases": {id: {"backend_kind", "key", "unsupported", "torch_side"}}}. A
+    torch case's key covers what its batch's does (stages/keys.torch_batch_content:
+    model sources, recipes, torch builds), its SKU's and backend's settings; its
+    torch_side is what an A/B pair of it measures (torch_side). ConfigError when the
+    suite does not load."""
+    from workflow.stages import keys
+    from workflow.suite.load import IREE, load
+
+    where = f"{suite_rel} at {label}"
+    suite = load([tree / suite_rel])
+    cases = {}
+    for case in suite.cases:
+        side = None
+        if case.unsupported:  # known before anything runs: listed, never measured
+            key = keys.digest(case.identity())
+        elif case.backend_kind == IREE:
+            key = _iree_prepared(suite, case, tree, {}, where)["key"]
+        else:
+            side = torch_side(suite, case, label)
+            content = _relative(keys.torch_batch_content([side["case"]["workload"]],
+                                                         suite.sku(case.sku)), tree)
+            # What the row's explanation names when the model's files changed.
+            side["model_sources"] = content["model sources"]
+            key = keys.digest(_relative({**side["case"], "sku": side["sku"],
+                                         "backend": side["backend"], "content": content},
+                                        tree))
+        cases[case.id] = {"backend_kind": case.backend_kind, "key": key,
+                          "unsupported": case.unsupported, "torch_side": side}
+    return {"suite_name": suite.config.get("suite_name"), "ab": suite.config["ab"],
+            "timeouts": suite.config["timeouts"], "cases": cases}
+
+
 def build(prepared: dict, out: Path) -> dict:
     """The revision's export and module under `out` (the export reused while its content
-    key holds: stages/iree.export). Returns {vmfb, inputs, dtypes, compile_flags} or
+    key holds: stages/iree.export). Returns {vmfb, inputs, mlir, dtypes, compile_flags} or
     {failed: {stage, error}}: a model that does not export or compile at a revision is
     that revision's failed step, never a lost bisection."""
     from workflow.backends.iree import tools as iree
@@ -99,20 +139,77 @@ def build(prepared: dict, out: Path) -> dict:
         return {"failed": {"stage": "run" if absent else (compiled.failed_stage or "compile"),
                            "error": absent or compiled.error}}
     dtypes = [i["dtype"] for i in read_json(files["meta"])["inputs"]]
-    return {"vmfb": str(vmfb), "inputs": files["inputs"], "dtypes": dtypes,
+    return {"vmfb": str(vmfb), "inputs": files["inputs"], "mlir": files["mlir"], "dtypes": dtypes,
             "compile_flags": iree.compile_flags(prepared["sku"]), "failed": None}
+
+
+def torch_side(suite, case, label: str) -> dict:
+    """A torch case at this revision as one side of a torch A/B pair
+    (stages/ab_torch.compare_torch_pair; what stages/plan.torch_ab_plan gives a suite's
+    own pair): its worker imports the model files of this revision's tree, which the
+    workload's model_modules name."""
+    from workflow.stages.keys import sku_settings
+
+    return {"label": label,
+            "side": {"sku": case.sku, "backend": case.backend, "recipe": case.recipe,
+                     "workload": case.workload.id},
+            "case": {"id": case.id, "identity": case.identity(),
+                     "workload": case.workload.spec(), "recipe": case.recipe},
+            "backend": suite.config["torch_backends"][case.backend],
+            "sku": sku_settings(suite.sku(case.sku))}
+
+
+def build_cases(tree: Path, suite_rel: str, case_ids: list[str], label: str,
+                root: Path) -> dict:
+    """Each IREE case of `case_ids` at this revision, built under root/<its key>:
+    id -> prepare's answer with the build's (built_under), or {"error"} for a case the
+    revision cannot prepare."""
+    from workflow.suite.load import load
+
+    where = f"{suite_rel} at {label}"
+    suite = load([tree / suite_rel])
+    out = {}
+    for case_id in case_ids:
+        try:
+            prepared = _iree_prepared(suite, find_case(suite, case_id, where), tree, {}, where)
+        except ConfigError as exc:
+            out[case_id] = {"error": " ".join(exc.problems)}
+            continue
+        out[case_id] = built_under(prepared, root)
+    return out
+
+
+def built_under(prepared: dict, root: Path) -> dict:
+    """`prepared` with its build, made (or reused) under root/<its content key> while
+    holding that directory's lock: the key covers everything the build is made from
+    (model sources, SKU, tools), so two bisections or A/Bs at once in one cache, one
+    per SKU, each build their own and never time the other's module."""
+    from filelock import FileLock
+
+    built = root / prepared["key"]
+    built.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(built) + ".lock"):
+        return {**prepared, **build(prepared, built)}
 
 
 def main(argv: list[str]) -> None:
     request, out = json.loads(argv[0]), argv[1]
+    tree, suite_rel, label = Path(request["tree"]), request["suite"], request["label"]
     try:
-        prepared = case_key(Path(request["tree"]), request["suite"], request["case"],
-                            request.get("tools") or {}, request["label"])
+        if request.get("all"):
+            write_json(out, suite_keys(tree, suite_rel, label))
+            return
+        if request.get("cases") is not None:
+            write_json(out, {"cases": build_cases(tree, suite_rel, request["cases"], label,
+                                                  Path(request["build"]))})
+            return
+        prepared = case_key(tree, suite_rel, request["case"], request.get("tools") or {},
+                            label)
     except ConfigError as exc:
         write_json(out, {"error": " ".join(exc.problems)})
         return
     if request.get("build"):
-        prepared.update(build(prepared, Path(request["build"])))
+        prepared = built_under(prepared, Path(request["build"]))
     write_json(out, prepared)
 
 

@@ -1,7 +1,8 @@
 """A bisection from start to end: the revisions (commits of a repository, or releases of
-a package), each one's content key for the case (bisect/prepare.py, a process each),
-the search over the groups of equal keys (bisect/search.py) with paired A/B steps
-(bisect/measure.py), each side built once at its own revision."""
+a package), each one's content key for the case (bisect/prepare.py, a process for each
+revision whose files the case reads changed: bisect/dag.py), the search over the groups
+of equal keys (bisect/search.py) with paired A/B steps (bisect/measure.py), each side
+built once at its own revision."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflow.backends.proc import run_python
+from workflow.bisect import dag
 from workflow.bisect import revisions as git
 from workflow.bisect.history import now
 from workflow.bisect.measure import FINAL_ROUNDS, measure_pair, scaled
@@ -84,37 +86,73 @@ def package_source(package: str, suite: Path, good: str, bad: str, cache: Path) 
                   suite_dir=suite.resolve().parent)
 
 
-def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> dict:
-    """prepare's answer for one revision, in a process of its own. A failure of the
-    process (its model raised) is the revision's failed build."""
-    out_dir = cache / "builds" / name
-    request = {"tree": str(source.tree(name)), "suite": source.suite, "case": case,
-               "tools": source.tools(name), "label": source.label(name),
-               "build": str(out_dir) if build else None}
-    out_dir.mkdir(parents=True, exist_ok=True)
+def call_prepare(request: dict, log: Path, timeout: float = KEY_TIMEOUT_S) -> dict:
+    """bisect/prepare.py's answer to `request`, in a process of its own (a revision's
+    model files register its models: two revisions in one process would collide). A
+    failure of the process (its model raised, or ended it) is {"failed": {stage, error}}."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         answer = Path(tmp) / "prepared.json"
         try:
             run_python("workflow.bisect.prepare", [json.dumps(request), str(answer)],
-                       stage="prepare", timeout=KEY_TIMEOUT_S, log=str(out_dir / "bisect.log"))
+                       stage="prepare", timeout=timeout, log=str(log))
         except StageError as exc:
-            return {"failed": {"stage": exc.stage, "error": exc.message}, "key": f"? {name}"}
+            return {"failed": {"stage": exc.stage, "error": exc.message}}
         return read_json(answer)
 
 
-def keyed(source: Source, case: str, cache: Path) -> tuple[list[Revision], dict]:
-    """Every revision with its case's content key, and the good end's suite `ab`
-    settings. The case must be in the suite at both ends (ConfigError); a revision
-    between them whose suite does not load gets a key of its own, and fails if it is
-    measured."""
-    out, ab = [], {}
-    for i, name in enumerate(source.names):
+def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> dict:
+    """prepare's answer for one revision; with `build`, its build under
+    cache/builds/<the case's content key> (prepare.built_under). A failure of the
+    process is the revision's failed build."""
+    request = {"tree": str(source.tree(name)), "suite": source.suite, "case": case,
+               "tools": source.tools(name), "label": source.label(name),
+               "build": str(cache / "builds") if build else None}
+    answer = call_prepare(request, cache / "logs" / f"{name}.log")
+    return {"key": f"? {name}", **answer} if answer.get("failed") else answer
+
+
+def keyed(source: Source, case: str, cache: Path,
+          say: Callable[[str], None] | None = None) -> tuple[list[Revision], dict]:
+    """Every revision with its case's content key (parents first, with its parents), and
+    the good end's suite `ab` settings. The case must be in the suite at both ends
+    (ConfigError); a revision between them that cannot be keyed (its suite does not
+    load or lacks the case, its model raised or ended the process) gets a key of its
+    own and why, and is skipped by the search. Over commits, a commit that changed none
+    of the files its parent's key read inherits that key without a process (bisect/dag);
+    the ends are always keyed."""
+    graph = dag.graph(Path(source.where), source.names) if source.kind == "commit" else None
+    names = graph.order if graph else source.names
+    ends = {names[0], names[-1]}
+    keys, read, broken, ab = {}, {}, {}, {}
+    progress = dag.Progress(say or (lambda line: None), len(names))
+    for i, name in enumerate(names):
+        progress(i)
+        parent = dag.inherits(graph, name, read) if graph and name not in ends else None
+        if parent is not None:
+            keys[name], read[name], broken[name] = keys[parent], read[parent], broken[parent]
+            continue
         prepared = _prepare(source, name, case, cache, build=False)
-        if prepared.get("error") and i in (0, len(source.names) - 1):
+        progress.prepared += 1
+        if prepared.get("error") and name in ends:
             raise ConfigError([prepared["error"]])
         ab = ab or prepared.get("ab") or {}
-        out.append(Revision(name, prepared.get("key") or f"? {name}"))
-    return out, ab
+        keys[name] = prepared.get("key") or f"? {name}"
+        read[name] = dag.paths_read(prepared, source.suite)
+        broken[name] = _unkeyed(prepared)
+    progress.done()
+    return [Revision(n, keys[n], graph.parents.get(n, ()) if graph else None, broken[n])
+            for n in names], ab
+
+
+def _unkeyed(prepared: dict) -> str | None:
+    """Why a revision could not be keyed, in one line (None: it was)."""
+    failed = prepared.get("failed")
+    why = prepared.get("error") or (failed and f"{failed['stage']} failed: {failed['error']}")
+    if not why:
+        return None
+    line = next((part for part in str(why).splitlines() if part.strip()), str(why))
+    return f"could not be keyed ({line[:200]})"
 
 
 # keep(steps, built) -> what became of them in the history (bisect/history.keep).
@@ -126,7 +164,7 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
     the final pair's row (its attribution) when a first bad revision was found, and
     with `keep`, what became of the steps' measurements in the history ("history": a
     store refused is its one line under "error", and the bisection's answer stands)."""
-    revisions, ab = keyed(source, case, cache)
+    revisions, ab = keyed(source, case, cache, say=say)
     built: dict[str, dict] = {}
     measured: list[Step] = []
     log = str(cache / "bisect.log")

@@ -6,11 +6,19 @@ not load or declares no ab_pairs, an unreadable ab.json), 3 when a row could not
 
     benchflow ab --configfile suite.yaml [--cores 2] [--allow-inconclusive]
                  [-- extra snakemake options]
+
+With --base and --new, the whole suite at two commits instead (bisect/suite_ab.py): each
+case whose inputs differ measured as a paired A/B of the two revisions, the others
+listed; the same exit codes.
+
+    benchflow ab --base main --new HEAD --configfile suite.yaml [--repo DIR]
+                 [--cases GLOB] [--summary FILE] [--output results/ab.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, add_allow_inconclusive, gate_command
@@ -32,6 +40,25 @@ def add_parser(sub) -> None:
                         "own, as snakemake started here chooses it: here, or runs/<name>/ "
                         "when here holds another suite's results)")
     add_allow_inconclusive(p, "inconclusive rows")
+    revs = p.add_argument_group("two revisions (a pull request: the whole suite at --base "
+                                "and --new)")
+    revs.add_argument("--base", help="the revision compared against (a commit, branch or tag)")
+    revs.add_argument("--new", help="the revision judged (e.g. HEAD of a pull request)")
+    revs.add_argument("--repo", type=Path, help="the git repository holding the suite and "
+                                                "its model files (default: the suite's)")
+    revs.add_argument("--cases", metavar="GLOB",
+                      help="only the case ids this glob matches (`benchflow list --cases`)")
+    revs.add_argument("--summary", type=Path, metavar="FILE",
+                      help="also write the comparison as Markdown for a pull request "
+                           "comment (appended to $GITHUB_STEP_SUMMARY too when set)")
+    revs.add_argument("--output", type=Path, default=Path("results") / "ab.json",
+                      help="the rows as JSON (default results/ab.json)")
+    revs.add_argument("--cache", type=Path, default=None,
+                      help="the revisions' trees and builds, reused (default: bisect's)")
+    revs.add_argument("--store", type=Path,
+                      help="keep each measured IREE case's two sides in this history store, "
+                           "each under its revision, as bisect's steps are (made when "
+                           "absent; default: the suite's own history store where it exists)")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                    help="after --: more snakemake options")
     p.set_defaults(func=gate_command(run))
@@ -54,7 +81,9 @@ def line(row: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Builds and judges the A/B rows (stages/gates.py), then prints a line per row and
-    the gate's lines."""
+    the gate's lines; with --base/--new, the two revisions' comparison instead."""
+    if args.base or args.new:
+        return run_revisions(args)
     gated = ab_gate(args.configfile, cores=args.cores, directory=args.directory,
                     extra=args.snakemake_args, allow_inconclusive=args.allow_inconclusive)
     # A row's text (a tool's error, a SKU's name) is shown with its control characters
@@ -66,3 +95,66 @@ def run(args: argparse.Namespace) -> int:
     for text in gated.lines:
         print(printable(text))
     return EXIT_CODES[gated.outcome]
+
+
+def run_revisions(args: argparse.Namespace) -> int:
+    """The whole suite at --base and --new (bisect/suite_ab.compare): the rows written to
+    --output (and --summary, $GITHUB_STEP_SUMMARY), a line per changed case printed."""
+    from datetime import UTC, datetime
+
+    from workflow.bisect import suite_ab
+    from workflow.bisect.history import check_store, store_settings
+    from workflow.cli.bisect import default_cache
+    from workflow.errors import ConfigError
+    from workflow.files import file_problem
+    from workflow.records.storage import write_json
+    from workflow.render import ab_revisions
+
+    if not (args.base and args.new):
+        raise ConfigError([f"--{'new' if args.base else 'base'}: missing; expected both "
+                           "--base and --new (two revisions of the suite's repository)"])
+    problem = file_problem(args.configfile)
+    if problem:
+        raise ConfigError([f"{args.configfile}: --configfile: {problem}; expected the "
+                           "suite file"])
+    _check_output(args.output)
+    # The history settings and the store, checked before anything is measured.
+    store_config = store_settings(args.configfile)
+    check_store(store_config, args.store, args.configfile.resolve().parent)
+    revs = suite_ab.revisions(args.repo, args.configfile, args.base, args.new)
+    cache = (args.cache or default_cache()).resolve()
+    out = cache / "history" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    # Progress on stderr: stdout is the comparison, which a CI step may keep.
+    doc = suite_ab.compare(revs, cache, pattern=args.cases,
+                           allow_inconclusive=args.allow_inconclusive,
+                           say=lambda text: print(printable(text), file=sys.stderr, flush=True),
+                           keep=suite_ab.keep_sides(revs, args.configfile, store_config,
+                                                    args.store, out))
+    write_json(args.output, doc)
+    text = ab_revisions.markdown(doc)
+    for path in filter(None, (args.summary, suite_ab.step_summary_path())):
+        with open(path, "a" if path != args.summary else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    for line_ in ab_revisions.text_lines(doc):
+        print(line_)
+    return EXIT_CODES[doc["outcome"]]
+
+
+def _check_output(path: Path) -> None:
+    """--output is refused before anything is measured when it holds something other
+    than an earlier two-revision comparison (a suite's own ab.json from its ab_pairs,
+    which Snakemake made and would make again, or any other file)."""
+    import json
+
+    from workflow.errors import ConfigError
+
+    if not path.exists():
+        return
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        earlier = None
+    if not (path.is_file() and isinstance(earlier, dict) and "revisions" in earlier):
+        raise ConfigError([f"{path}: --output: holds something other than a two-revision "
+                           "comparison (e.g. the suite's own ab_pairs rows); expected a new "
+                           "path or an earlier `benchflow ab --base --new` output"])

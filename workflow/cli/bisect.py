@@ -18,7 +18,18 @@ from pathlib import Path
 from workflow.cli.options import EXIT_CODES, gate_command
 from workflow.render.text import printable
 
-DEFAULT_CACHE = Path(".benchflow") / "bisect"
+
+def default_cache() -> Path:
+    """The user's benchflow cache (backends/iree/tools.cache_dir: $BENCHFLOW_CACHE_DIR,
+    else $XDG_CACHE_HOME/benchflow, else ~/.cache/benchflow), bisect/ in it: outside the
+    working directory, which is often the very repository bisected and must not change."""
+    from workflow.backends.iree.tools import cache_dir
+
+    return cache_dir() / "bisect"
+
+
+# Asked again at each run (run()): the environment may name another cache by then.
+DEFAULT_CACHE = default_cache()
 
 
 def add_parser(sub) -> None:
@@ -36,27 +47,55 @@ def add_parser(sub) -> None:
                                              "model files (default: the suite's)")
     p.add_argument("--package", help="bisect over this package's releases instead "
                                      "(iree-base-compiler, iree-base-runtime)")
-    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
-                   help=f"the revisions' trees and builds, reused (default {DEFAULT_CACHE})")
+    p.add_argument("--cache", type=Path,
+                   help="the revisions' trees and builds, reused (default: bisect/ in the "
+                        "user's benchflow cache, $BENCHFLOW_CACHE_DIR or "
+                        f"$XDG_CACHE_HOME/benchflow; here {DEFAULT_CACHE})")
     p.add_argument("--store", type=Path,
                    help="keep each step's two measurements in this history store, each "
                         "under its revision (made when absent, as `benchflow history "
-                        "ingest` makes one; default: the suite's history.path where that "
-                        "store exists)")
+                        "ingest` makes one; refused before measuring when it is no store; "
+                        "default: the suite's history.path where that store exists and "
+                        "is the suite's own)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=gate_command(run))
 
 
 def step_line(step: dict, label) -> str:
-    """`step  <rev> vs <rev>  REGRESSION x1.93 [1.88, 1.99] 24 rounds` or a skip."""
+    """`step  <rev> vs <rev>  REGRESSION x1.93 [1.88, 1.99] 24 rounds` or a skip: by
+    content (`same inputs as <rev>`), or a revision that could not be measured (why)."""
     if step["kind"] == "skipped":
-        return f"  skipped {label(step['revision'])}: same inputs as {label(step['same_as'])}"
+        why = f"same inputs as {label(step['same_as'])}" if step.get("same_as") \
+            else step["why"]
+        return f"  skipped {label(step['revision'])}: {why}"
     ci = step.get("ci")
     interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
     ratio = f" x{step['ratio']:.3f}{interval}" if step.get("ratio") is not None else ""
     retry = " (retried, longer budget)" if step["retried"] else ""
     return (f"  {step['kind']:<7} {label(step['revision'])} vs {label(step['against'])}  "
             f"{step['verdict'].upper()}{ratio}  {step['rounds']} rounds{retry}")
+
+
+def step_lines(steps: list[dict], label) -> list[str]:
+    """A line per step, the revisions skipped for one group's inputs in one line
+    (`skipped 998 revisions <first>..<last>: same inputs as <rev>`): over a long range
+    of commits that change nothing the case reads, one line a commit would bury the
+    steps. The JSON lists every one."""
+    lines: list[str] = []
+    same: list[dict] = []
+    for step in [*steps, None]:
+        joins = step is not None and step["kind"] == "skipped" and step.get("same_as")
+        if same and not (joins and step["same_as"] == same[0]["same_as"]):
+            lines.append(step_line(same[0], label) if len(same) == 1 else
+                         f"  skipped {len(same)} revisions {label(same[0]['revision'])}.."
+                         f"{label(same[-1]['revision'])}: same inputs as "
+                         f"{label(same[0]['same_as'])}")
+            same = []
+        if joins:
+            same.append(step)
+        elif step is not None:
+            lines.append(step_line(step, label))
+    return lines
 
 
 def shortened(text: str, names: list[str], label) -> str:
@@ -79,7 +118,10 @@ def text_lines(result: dict, label) -> list[str]:
         lines += explanation(final["attribution"])
     lines.append(f"steps ({result['measured']} measured, {len(result['revisions'])} "
                  f"{result['kind']}s in {result['groups']} group(s) of equal inputs):")
-    lines += [step_line(s, label) for s in result["steps"]]
+    # A skip's why names the revision as measure said it (in full): shown as the rest.
+    lines += step_lines([{**s, "why": shortened(s["why"], result["revisions"], label)}
+                         if s["kind"] == "skipped" and not s.get("same_as") else s
+                         for s in result["steps"]], label)
     if result.get("history"):
         kept = result["history"]
         lines.append(f"history: {kept['error']}; the steps were not kept" if "error" in kept
@@ -89,8 +131,8 @@ def text_lines(result: dict, label) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from workflow.bisect import run as bisecting
+    from workflow.bisect.history import check_store, store_settings
     from workflow.bisect.history import keep as kept
-    from workflow.bisect.history import store_settings
     from workflow.errors import ConfigError
     from workflow.files import file_problem
 
@@ -98,9 +140,12 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise ConfigError([f"{args.configfile}: --configfile: {problem}; expected the "
                            "suite file"])
-    cache = args.cache.resolve()
-    # The history settings read before anything is measured: a bad section is bad input.
+    cache = (args.cache or default_cache()).resolve()
+    # The history settings and the store read before anything is measured: a bad
+    # section, or a --store that is no history store, is bad input, not steps lost after
+    # minutes of measuring.
     store_config = store_settings(args.configfile)
+    check_store(store_config, args.store, args.configfile.resolve().parent)
     if args.package:
         source = bisecting.package_source(args.package, args.configfile, args.good, args.bad,
                                           cache)

@@ -19,6 +19,10 @@ from workflow.records import measurement_config
 # measured today. In a series they sit among the nightly runs by the time they were
 # measured, so they are shown but never used to locate a change (history/detect.py).
 BISECT_RUN = "benchflow bisect"
+# The runs `benchflow ab --base --new --store` keeps: two revisions measured in pairs
+# today, alike (bisect/suite_ab.py).
+AB_RUN = "benchflow ab"
+PAIRED_RUNS = (BISECT_RUN, AB_RUN)
 LOWER_UNITS = frozenset({"ms", "s", "us", "ns", "count", "bytes", "MB", "GB", "KB",
                          "MiB", "GiB"})
 HIGHER_UNITS = frozenset({"GFLOP/s", "TFLOP/s", "%", "x", "pcc", "tokens/s",
@@ -79,7 +83,7 @@ def _points(row: dict, facts: dict[str, dict]) -> list[dict]:
                     # Disturbed by outside load, as its run's protocol judged: used
                     # with its wider spread, unless an outlier (history/detect.py).
                     "clean": run_id not in unclean,
-                    "bisect": run["name"] == BISECT_RUN,
+                    "bisect": run["name"] in PAIRED_RUNS,
                     "value": statistics.median(values) if values else float("nan")})
     return out
 

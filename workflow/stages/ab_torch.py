@@ -228,10 +228,14 @@ def torch_row_attribution(row: dict, pair: dict, profiles: dict) -> dict:
     """The row's explanation (regression/explain.py), with the totals, noise and decided
     verdict of an IREE row (stages/ab.row_attribution: the base rounds' median and that
     x the ratio); what changed: the sides' SKU, backend and recipe, threads and torch
-    interpreter."""
+    interpreter, and the model's source files where the sides carry them (two
+    revisions' sides)."""
     sides = {r: {"sku": pair[r]["side"]["sku"], "backend": pair[r]["side"]["backend"],
                  "recipe": pair[r]["side"]["recipe"], "kernels": profiles[r],
                  "provenance": {"torch_threads": row["threads"][r],
-                                "torch_python": pair[r]["sku"]["torch"]["python"]}}
+                                "torch_python": pair[r]["sku"]["torch"]["python"],
+                                # Two revisions' sides (bisect/suite_ab.py) carry them.
+                                **({"model_sources": pair[r]["model_sources"]}
+                                   if pair[r].get("model_sources") else {})}}
              for r in ROLES}
     return attribution_of(row, sides["base"], sides["new"])

@@ -1,0 +1,279 @@
+"""The whole suite at two revisions, paired: `benchflow ab --base REV --new REV`.
+
+Each revision's tree is prepared as a bisection's is (bisect/revisions.py), and each
+revision keys every case of its suite in one process (prepare.suite_keys). A case whose
+content key is equal at both revisions cannot have changed and is not measured; a case
+at one revision only is added or removed. The IREE cases whose keys differ are built at
+their own revision (prepare.build_cases, one process per revision, each build kept by
+its key) and measured as a bisection step is: an interleaved, paired A/B of the two
+modules with the suite's `ab` stopping rule and the attribution of its dispatches
+(bisect/measure.measure_pair), unless both revisions built the same module byte for
+byte (a renamed variable, a comment: `same_module`), which is listed, not measured. A
+torch case whose inputs changed is measured as a suite's own torch pair is
+(stages/ab_torch: a long-lived worker per side, each importing its revision's model
+files, timed blocks interleaved).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from workflow.backends.proc import run_tool, tool_path
+from workflow.bisect import revisions as git
+from workflow.bisect.history import now
+from workflow.bisect.measure import measure_pair
+from workflow.bisect.run import OUTCOME_HEADS, call_prepare
+from workflow.errors import ConfigError, StageError
+from workflow.records.storage import file_sha256
+from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.stats.enums import ABVerdict
+
+SCHEMA_VERSION = "1.1"
+
+
+@dataclass(frozen=True)
+class Revisions:
+    repo: Path
+    suite: str        # the suite file, relative to the repository
+    base: str         # full shas
+    new: str
+
+    def label(self, sha: str) -> str:
+        return sha[:12]
+
+
+def revisions(repo: Path | None, suite: Path, base: str, new: str) -> Revisions:
+    """The two commits, checked before anything is prepared: both exist, base is an
+    ancestor of new (a pull request's base), the suite file is in the repository, and
+    the work tree has no uncommitted change to a tracked file (the comparison reads
+    commits; uncommitted edits would be silently left out). ConfigError otherwise."""
+    root = git.repo_root(repo or suite.resolve().parent)
+    rel = git.suite_in_repo(root, suite)
+    b, n = git.resolve(root, base, "--base"), git.resolve(root, new, "--new")
+    try:
+        run_tool(["git", "-C", str(root), "merge-base", "--is-ancestor", b, n],
+                 stage="ab", timeout=git.GIT_TIMEOUT_S)
+    except StageError:
+        raise ConfigError([f"{root}: --base {base!r} is not an ancestor of --new {new!r}; "
+                           "expected the base the new revision was made from (a pull "
+                           "request's base branch)"]) from None
+    dirty = run_tool(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                     stage="ab", timeout=git.GIT_TIMEOUT_S).stdout.splitlines()
+    if dirty:
+        raise ConfigError([f"{root}: the work tree has uncommitted changes to {len(dirty)} "
+                           f"tracked file(s) (e.g. {dirty[0][3:]}); `benchflow ab` compares "
+                           "commits: commit or stash them first"])
+    return Revisions(root, rel, b, n)
+
+
+def _keys(revs: Revisions, sha: str, cache: Path) -> dict:
+    tree = git.materialize(revs.repo, sha, cache)
+    answer = call_prepare({"tree": str(tree), "suite": revs.suite, "label": revs.label(sha),
+                           "all": True}, cache / "logs" / f"{sha}.log")
+    if answer.get("error") or answer.get("failed"):
+        why = answer.get("error") or answer["failed"]["error"]
+        raise ConfigError([f"{revs.suite} at {revs.label(sha)}: the suite does not load: "
+                           f"{why.splitlines()[0] if why else 'no reason given'}"])
+    return answer
+
+
+def classify(base: dict, new: dict, pattern: str | None) -> dict:
+    """The cases of both revisions' keys (prepare.suite_keys' "cases"), sorted into
+    unchanged (equal keys), added, removed, unsupported (known before anything runs, at
+    the new revision), and the changed ones to measure, torch and iree;
+    `pattern`: only the ids it matches (fnmatch)."""
+    ids = sorted(set(base) | set(new))
+    if pattern:
+        ids = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
+    out = {k: [] for k in ("unchanged", "added", "removed", "unsupported", "torch", "iree",
+                           "same_module")}
+    for case_id in ids:
+        b, n = base.get(case_id), new.get(case_id)
+        if b is None or n is None:
+            out["added" if b is None else "removed"].append(case_id)
+        elif n["unsupported"]:
+            out["unsupported"].append(case_id)
+        elif b["key"] == n["key"]:
+            out["unchanged"].append(case_id)
+        else:
+            out["torch" if n["backend_kind"] != "iree" else "iree"].append(case_id)
+    return out
+
+
+def compare(revs: Revisions, cache: Path, *, pattern: str | None = None,
+            allow_inconclusive: bool = False, say=print, keep=None) -> dict:
+    """The comparison as results/ab.json holds it (records/ab's schema, its rows
+    measure_pair's with the case's id): rows of the changed IREE cases, then the lists
+    of the others, and the outcome (gate outcome, summary line). `keep(steps)`, given
+    each measured IREE case's (Step, {sha: its side built}), stores the sides and says
+    what became of them (doc["history"]; keep_sides)."""
+    started = datetime.now(UTC)
+    keys = {sha: _keys(revs, sha, cache) for sha in (revs.base, revs.new)}
+    sorted_ = classify(keys[revs.base]["cases"], keys[revs.new]["cases"], pattern)
+    if pattern and not any(sorted_.values()):
+        raise ConfigError([f"--cases {pattern!r}: matches no case of {revs.suite} at either "
+                           "revision; expected a glob over `benchflow list --cases` ids"])
+    rows, steps = [], []
+    if sorted_["iree"]:
+        say(f"building {len(sorted_['iree'])} changed IREE case(s) at both revisions ...")
+        built = {sha: _built(revs, sha, sorted_["iree"], cache) for sha in (revs.base, revs.new)}
+        for i, case_id in enumerate(sorted_["iree"], 1):
+            sides = (built[revs.base][case_id], built[revs.new][case_id])
+            if same_module(*sides):
+                sorted_["same_module"].append(case_id)
+                continue
+            say(f"measuring {case_id} ({i} of {len(sorted_['iree'])}) ...")
+            measured_at = now()
+            step = measure_pair((revs.base, revs.new), sides, scale=1,
+                                log=str(cache / "logs" / "ab.log"))
+            step.row["measured_at"] = measured_at
+            rows.append({**step.row, "case": case_id})
+            steps.append((step, dict(zip((revs.base, revs.new), sides, strict=True))))
+    for i, case_id in enumerate(sorted_["torch"], 1):
+        say(f"measuring {case_id} (torch, {i} of {len(sorted_['torch'])}) ...")
+        rows.append({**torch_pair(revs, keys, case_id, cache), "case": case_id})
+    doc = {"schema_version": SCHEMA_VERSION, "suite_name": keys[revs.new].get("suite_name"),
+           "config_hash": "", "generated_at": started.isoformat(timespec="seconds"),
+           "revisions": {"repo": str(revs.repo), "suite": revs.suite, "base": revs.base,
+                         "new": revs.new},
+           "pairs": rows, **{k: sorted_[k] for k in ("unchanged", "same_module", "added",
+                                                     "removed", "unsupported")},
+           "seconds": round((datetime.now(UTC) - started).total_seconds(), 1)}
+    if keep is not None:
+        doc["history"] = keep(steps)
+    doc["outcome"], doc["summary"] = outcome(doc, allow_inconclusive)
+    # The first word, as the gates and bisect head their lines.
+    doc["headline"] = f"{OUTCOME_HEADS[doc['outcome']]}: {doc['summary']}"
+    return doc
+
+
+def torch_pair(revs: Revisions, keys: dict, case_id: str, cache: Path) -> dict:
+    """The A/B row of a torch case at the two revisions: a suite's own torch pair's
+    protocol (stages/ab_torch.compare_torch_pair: a long-lived worker per side, timed
+    blocks interleaved, fresh workers every few rounds), each side's worker importing
+    its own revision's model files; the base revision's `ab` settings and run timeout,
+    as a bisection step takes them. A side that cannot run is a failed row."""
+    from workflow.stages.ab_torch import compare_torch_pair
+
+    sides = {role: keys[sha]["cases"][case_id]["torch_side"]
+             for role, sha in (("base", revs.base), ("new", revs.new))}
+    pair = {"workload": sides["base"]["side"]["workload"], **sides}
+    out = cache / "ab" / f"{revs.label(revs.base)}-{revs.label(revs.new)}" / \
+        (case_id.replace("/", "~") + ".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    base = keys[revs.base]
+    row = compare_torch_pair(pair=pair, ab=base["ab"], timeout=base["timeouts"]["run_s"],
+                             out=str(out), log=str(cache / "logs" / "ab.log"))
+    return {**row, "base": revs.base, "new": revs.new}
+
+
+def _built(revs: Revisions, sha: str, case_ids: list[str], cache: Path) -> dict:
+    """Each case built at `sha` (prepare.build_cases); a process that failed, or a case
+    the revision cannot prepare, is that side's failure, which measure_pair records."""
+    tree = git.materialize(revs.repo, sha, cache)
+    answer = call_prepare({"tree": str(tree), "suite": revs.suite, "label": revs.label(sha),
+                           "cases": case_ids, "build": str(cache / "builds")},
+                          cache / "logs" / f"{sha}.log")
+    if answer.get("failed") or answer.get("error"):
+        failed = answer.get("failed") or {"stage": "suite", "error": answer["error"]}
+        return {c: {"failed": failed, "identity": {"workload": c.split("/")[2]}}
+                for c in case_ids}
+    return {c: ({**a, "identity": {"workload": c.split("/")[2]}} if a.get("error") else a)
+            for c, a in answer["cases"].items()}
+
+
+def same_module(base: dict, new: dict) -> bool:
+    """Whether both sides built the same program with the same flags, tools and inputs:
+    their sources differ (a renamed variable, a comment) but what would be timed does
+    not, so measuring it could only find noise. The exported MLIR is compared without
+    its debug locations (which name the source lines, so a rename moves them): each
+    re-emitted by iree-opt --strip-debuginfo, byte for byte; the compiled modules carry
+    those locations too, so they are not what is compared."""
+    if any(side.get("failed") or side.get("error") for side in (base, new)):
+        return False
+    if (base["compile_flags"], base["parts"]["tools"]) != (new["compile_flags"],
+                                                           new["parts"]["tools"]):
+        return False
+    with np.load(base["inputs"]) as a, np.load(new["inputs"]) as b:
+        if sorted(a.files) != sorted(b.files) or not all(
+                np.array_equal(a[k], b[k]) for k in a.files):
+            return False
+    with tempfile.TemporaryDirectory() as tmp:
+        digests = []
+        for i, side in enumerate((base, new)):
+            out = Path(tmp) / f"{i}.mlirbc"
+            try:
+                run_tool([tool_path("iree-opt"), "--strip-debuginfo", "--emit-bytecode",
+                          side["mlir"], "-o", str(out)], stage="ab", timeout=600)
+            except StageError:
+                return False  # no iree-opt, or it could not read the module: measure it
+            digests.append(file_sha256(out))
+    return digests[0] == digests[1]
+
+
+def outcome(doc: dict, allow_inconclusive: bool = False) -> tuple[str, str]:
+    """The gate outcome and its line: REGRESSED when a measured case regressed, UNJUDGED
+    when any changed case could not be judged (failed, inconclusive unless allowed),
+    else PASSED."""
+    verdicts = [r["verdict"] for r in doc["pairs"]]
+    count = {v: verdicts.count(v) for v in set(verdicts)}
+    unjudged = count.get(ABVerdict.FAILED, 0) + (
+        0 if allow_inconclusive else count.get(ABVerdict.INCONCLUSIVE, 0))
+    parts = [f"{len(doc['pairs'])} changed case(s) measured",
+             f"{len(doc['unchanged'])} with unchanged inputs (not measured)"]
+    if doc["same_module"]:
+        parts.append(f"{len(doc['same_module'])} changed in source only (same module, "
+                     "not measured)")
+    parts += [f"{len(doc[k])} {k}" for k in ("added", "removed") if doc[k]]
+    tail = ", ".join(parts)
+    if count.get(ABVerdict.REGRESSION):
+        return REGRESSED, f"{count[ABVerdict.REGRESSION]} case(s) regressed; {tail}"
+    if unjudged:
+        return UNJUDGED, f"{unjudged} changed case(s) could not be judged; {tail}"
+    return PASSED, f"no regression; {tail}"
+
+
+def keep_sides(revs: Revisions, suite: Path, store_config: dict, store: Path | None,
+               out_dir: Path):
+    """`compare`'s keep: each measured IREE case's two sides into the history store as a
+    bisection's steps are (bisect/history.keep: a run per side under its revision's
+    commit), named query.AB_RUN, which `history detect` shows but never uses to locate
+    a change. A torch row's sides are not kept (a side's record there is an IREE one)."""
+    from workflow.bisect.history import history_line, keep
+    from workflow.bisect.run import Source
+    from workflow.history.query import AB_RUN
+
+    source = Source("commit", str(revs.repo), revs.suite, [revs.base, revs.new],
+                    tree=lambda sha: sha, suite_dir=suite.resolve().parent)
+
+    def kept(steps: list) -> dict:
+        done = {"store": None, "ingested": [], "already": [], "runs": 0}
+        for i, (step, built) in enumerate(steps):
+            try:
+                one = keep([step], built, source, store_config, store, out_dir / f"case{i:03d}",
+                           run_name=AB_RUN)
+            except ConfigError as exc:
+                why = " ".join(exc.problems)
+                return {"error": why, "line": f"history: {why}; the sides were not kept"}
+            if one.get("skipped"):
+                return {**one, "line": history_line(one)}
+            done.update(store=one["store"], runs=done["runs"] + one["runs"])
+            done["ingested"] += one["ingested"]
+            done["already"] += one["already"]
+        if not steps:
+            return {**done, "line": "history: no IREE case was measured, nothing kept"}
+        return {**done, "line": history_line(done)}
+    return kept
+
+
+def step_summary_path() -> Path | None:
+    """GitHub Actions' job summary file, when the job sets one."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Path(path) if path else None
