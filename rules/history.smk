@@ -6,7 +6,8 @@
 # in the store adds nothing), so running it again only renders again. The store itself is
 # no output: it outlives every run, as goldens do. A regression found here never fails the
 # job; `benchflow history detect` is the gate.
-from workflow.paths import HISTORY_HTML, HISTORY_JSON, HISTORY_LOG, PEAK, REPORT
+from workflow.paths import HISTORY_HTML, HISTORY_JSON, HISTORY_LOG, REPORT
+from workflow.stages.plan import peak_input
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
@@ -15,7 +16,7 @@ rule history:
         report=REPORT,
         # Read beside the report by the importer (percent of peak, as dashboard.json has
         # it): an input so that it is measured before, never after, the ingest.
-        peak=PEAK,
+        peak=peak_input(SUITE),
     output:
         html=HISTORY_HTML,
         summary=HISTORY_JSON,

@@ -39,7 +39,8 @@ rule report:
         # A new note (records the last report could not use) reruns the report, which
         # then makes those records again.
         damaged=damage_note(REPORT_DAMAGED),
-        suite_name=SUITE.config["suite_name"],
+        # A suite that names none is called after its file (SuiteIdentity.report_name).
+        suite_name=SUITE_DIR.identity.report_name(SUITE.config["suite_name"]),
         config_hash=SUITE.config_hash(),
         config_source=SUITE.source,
         unsupported=unsupported_plan(SUITE),

@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `ab` -> workflow.stages.ab.aggregate.
 from workflow.stages.ab import aggregate
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 aggregate(
     list(snakemake.input.rows),

@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `ab_pair` -> workflow.stages.ab.compare_pair.
 from workflow.stages.ab import compare_pair
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 compare_pair(
     base=snakemake.wildcards.base,

@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `ab_torch_pair` -> workflow.stages.ab_torch.compare_torch_pair.
 from workflow.stages.ab_torch import compare_torch_pair
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 compare_torch_pair(
     pair=snakemake.params.pair,

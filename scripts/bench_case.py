@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `case_bench_file` -> workflow.stages.cases.case_benchmark_file.
 from workflow.stages.cases import case_benchmark_file
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 case_benchmark_file(
     identity=snakemake.params.identity,

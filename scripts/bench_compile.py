@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.iree.compile_module.
 from workflow.stages.iree import compile_module
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 compile_module(
     mlir=snakemake.input.mlir,

@@ -1,5 +1,8 @@
 # Adapter: Snakemake rule `run_bench_file` -> workflow.stages.sharktank.run_benchmark_file.
+from workflow.stages.job import end_quietly_on_ctrl_c
 from workflow.stages.sharktank import run_benchmark_file
+
+end_quietly_on_ctrl_c()
 
 run_benchmark_file(
     vmfb=snakemake.input.vmfb,

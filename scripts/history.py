@@ -3,6 +3,9 @@
 import contextlib
 
 from workflow.stages.history import history_job
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log), \
         contextlib.redirect_stderr(log):

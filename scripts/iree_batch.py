@@ -1,6 +1,9 @@
 # Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree_batch.batch_job.
 from workflow.stages.iree_batch import batch_job
+from workflow.stages.job import end_quietly_on_ctrl_c
 from workflow.stages.targets import time_targets
+
+end_quietly_on_ctrl_c()
 
 batch_job(
     cases=snakemake.params.cases,

@@ -4,11 +4,14 @@
 import contextlib
 
 from workflow.stages import render
+from workflow.stages.job import end_quietly_on_ctrl_c
+
+end_quietly_on_ctrl_c()
 
 stage = getattr(render, snakemake.rule)
 inputs = dict(snakemake.input.items())
 kwargs = {"report": inputs["report"]} if "report" in inputs else {}
-if "peak" in inputs:
+if inputs.get("peak"):  # none when the suite times nothing on the CPU (plan.peak_input)
     kwargs["peak_path"] = inputs["peak"]
 if inputs.get("ab"):  # a named input that may be empty: no A/B pairs
     kwargs["ab_path"] = inputs["ab"]

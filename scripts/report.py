@@ -3,7 +3,10 @@
 import contextlib
 
 from workflow.paths import REPORT_DAMAGED, REPORT_DERIVED
+from workflow.stages.job import end_quietly_on_ctrl_c
 from workflow.stages.report import aggregate
+
+end_quietly_on_ctrl_c()
 
 with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log):
     aggregate(

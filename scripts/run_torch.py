@@ -1,6 +1,9 @@
 # Adapter: Snakemake rule `run_torch` -> workflow.stages.torch.run_torch_batch.
+from workflow.stages.job import end_quietly_on_ctrl_c
 from workflow.stages.targets import time_targets
 from workflow.stages.torch import run_torch_batch
+
+end_quietly_on_ctrl_c()
 
 run_torch_batch(
     cases=snakemake.params.cases,

@@ -19,6 +19,14 @@ error block) is printed with its control characters escaped (render/text.printab
 text and quiet modes: a terminal would obey them (clear the screen, set its title). JSON
 escapes them itself. A reader that goes away (`| head -1`) ends our output to that stream,
 quietly: the run goes on to its end (its results are kept), printing nothing more there.
+A stream that cannot be written (a full disk, /dev/full) gets the same, with one line on
+stderr saying so, and the run exits 1.
+
+The terminal as it is: NO_COLOR (or --nocolor) prints no escape sequence at all; a width
+of 0 (COLUMNS=0, a terminal that reports 0 columns) is taken as 80, since rich prints
+nothing at width 0. Ctrl-C in Snakemake's command line: one `interrupted:` line and a
+summary that names no earlier report as this run's, instead of Snakemake's error blocks
+for the jobs it stopped, and exit status 130 (128 + SIGINT, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -36,10 +46,11 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-from snakemake_logger_plugin_benchflow.config_args import refuse_bad_config
-from workflow.render.progress import ab_text, case_text, eta_text, summary_lines
+from snakemake_logger_plugin_benchflow.config_args import is_snakemake_cli, refuse_bad_config
+from workflow.render.progress import ab_text, case_text, eta_text
 from workflow.render.text import printable
 from workflow.stages.progress import Progress
+from workflow.stages.progress_text import summary_lines
 
 # Snakemake imports this plugin while it builds its argument parser, before it parses
 # --config: an override it would refuse with a traceback is refused here in one line.
@@ -51,6 +62,13 @@ STYLES = {"ok": "green", "degraded": "yellow", "failed": "bold red", "unsupporte
           "skipped": "dim", "compile-only": "cyan"}
 # Replaced by the ETA line in text mode.
 DROPPED_IN_TEXT = (LogEvent.PROGRESS, LogEvent.JOB_FINISHED)
+# rich's width when the environment gives it none it can print at (COLUMNS=0).
+FALLBACK_WIDTH = 80
+# Exit statuses the logger sets at the run's end: after Ctrl-C, 128 + SIGINT (what a
+# shell reports for an interrupted tool, and what `benchflow` exits with); when its own
+# output could not be written, 1, as any tool whose output failed.
+INTERRUPTED = 130
+OUTPUT_LOST = 1
 
 
 class _Console(Console):
@@ -76,23 +94,58 @@ class LogHandler(LogHandlerBase):
         if self.mode not in FORMATS:
             raise ValueError(f"--logger-benchflow-format: {self.mode!r}; expected one of "
                              f"{', '.join(FORMATS)}")
-        own = sys.stdout if self.common_settings.stdout else sys.stderr
-        # soft_wrap: rich would otherwise wrap long lines at 80 columns in a pipe.
-        self.out = _Console(file=own if self.mode == "text" else sys.stdout, soft_wrap=True,
-                           highlight=False, no_color=self.common_settings.nocolor)
-        self.err = _Console(file=own if self.mode == "text" else sys.stderr, soft_wrap=True,
-                           highlight=False, no_color=self.common_settings.nocolor)
+        cs = self.common_settings
+        # NO_COLOR (no-color.org: set and not empty) as --nocolor: not only rich's
+        # colours, its bold and dim too, so that no escape sequence is printed.
+        self.plain = bool(cs.nocolor) or os.environ.get("NO_COLOR", "") != ""
+        own = sys.stdout if cs.stdout else sys.stderr
+        self.out = self._console(own if self.mode == "text" else sys.stdout)
+        self.err = self._console(own if self.mode == "text" else sys.stderr)
         # Snakemake's default filter (--quiet, --printshellcmds, ...) decides which of its
         # messages print; the progress is told every event, even with --quiet.
-        cs = self.common_settings
         self.shown = DefaultFilter(cs.quiet, cs.debug_dag, cs.verbose, cs.dryrun,
                                    cs.printshellcmds)
         self.progress = Progress()
-        self.started = self.errors = self.closed = False
+        self.started = self.errors = self.closed = self.interrupted = False
         self.gone: set[int] = set()  # the descriptors whose reader went away (EPIPE)
+        self.lost = False  # whether a stream of ours could not be written (not EPIPE)
+        # Only Snakemake's own command line ends with our exit status and hears Ctrl-C
+        # through us (a test or a script that imports the plugin keeps its own).
+        self.exits = is_snakemake_cli(sys.argv[0] if sys.argv else "")
+        self.previous_sigint = None
+        if self.exits:
+            self._hear_sigint()
+
+    def _console(self, file) -> Console:
+        # soft_wrap: rich would otherwise wrap long lines at 80 columns in a pipe.
+        console = _Console(file=file, soft_wrap=True, highlight=False,
+                           no_color=self.plain or None)
+        if console.width < 1:  # COLUMNS=0: rich would print nothing at all
+            console.width = FALLBACK_WIDTH
+        return console
+
+    def _style(self, style: str) -> str:
+        return "" if self.plain else style
+
+    def _hear_sigint(self) -> None:
+        """Notes Ctrl-C, then lets Python's handler raise KeyboardInterrupt as before
+        (Snakemake's scheduler stops its jobs on it). Only where Python's own handler is
+        in place: a SIGINT ignored (a background job) stays ignored; signals are set in
+        the main thread only (Snakemake makes its loggers there)."""
+        if threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return
+
+        def heard(signum, frame) -> None:
+            self.interrupted = True
+            signal.default_int_handler(signum, frame)
+
+        self.previous_sigint = signal.signal(signal.SIGINT, heard)
 
     def emit(self, record: logging.LogRecord) -> None:
         event = getattr(record, "event", None)
+        if self.interrupted and not self.progress.interrupted:
+            self.progress.interrupt()
         # Apart: a message that cannot be shown must not lose the progress, and a bug
         # here must not stop the run (logging reports it on stderr).
         try:
@@ -116,18 +169,26 @@ class LogHandler(LogHandlerBase):
             return
         if self.mode != "text" and record.levelno < logging.WARNING:
             return
+        # After Ctrl-C, Snakemake's errors are the interrupt's (each job it stopped, "At
+        # least one job did not complete"): the interrupted line says it instead.
+        if self.interrupted and record.levelno >= logging.ERROR:
+            return
         text = self.format(record)
         if text and text != "None":
             style = ("red" if record.levelno >= logging.ERROR
-                     else "yellow" if record.levelno >= logging.WARNING else None)
-            self._write(self.err, lambda: self.err.print(Text(printable(text), style=style or "")))
+                     else "yellow" if record.levelno >= logging.WARNING else "")
+            self._write(self.err, lambda: self.err.print(
+                Text(printable(text), style=self._style(style))))
 
     def _track(self, record: logging.LogRecord, event) -> list[dict]:
         p, get = self.progress, record.__dict__.get
         if event == LogEvent.WORKFLOW_STARTED:
-            # Where the run works (--directory): its outputs are relative to it.
+            # Where the workflow runs: Snakemake is in that directory from the Snakefile's
+            # `workdir:` (a suite in runs/<name>/, stages/suite_dir.py) or --directory
+            # until the run ends, and its outputs are relative to it; the record's `cwd`
+            # is where it started, which the report files are named from.
             self.started = True
-            p.started(get("cwd") or os.getcwd())
+            p.started(os.getcwd(), get("cwd") or os.getcwd())
         elif event == LogEvent.RUN_INFO:
             p.plan(get("stats") or {})
         elif event == LogEvent.JOB_INFO:
@@ -151,39 +212,84 @@ class LogHandler(LogHandlerBase):
             self._write(self.out, line)
         elif event["event"] == "summary":
             for line in summary_lines(event):
-                style = "bold" if line.startswith("──") else ""
+                style = self._style("bold" if line.startswith("──") else "")
                 self._write(self.out, lambda line=line, style=style: self.out.print(
                     Text(printable(line), style=style)))
         elif self.mode == "text":
             text = {"case": case_text, "ab": ab_text, "eta": eta_text}[event["event"]](event)
             style = STYLES.get(event.get("status"), "dim" if event["event"] == "eta" else "")
-            self._write(self.out, lambda: self.out.print(Text(printable(text), style=style)))
+            self._write(self.out, lambda: self.out.print(
+                Text(printable(text), style=self._style(style))))
 
     def _write(self, console: Console, write) -> None:
-        """Calls `write` (a print to `console`) unless the console's reader went away; on
-        the first EPIPE its descriptor is pointed at /dev/null, as Python's documentation
-        on SIGPIPE advises, so that nothing more (our lines, the interpreter's flush at
-        exit) fails writing there, and the run ends as it would have."""
+        """Calls `write` (a print to `console`) unless its stream has ended. On the first
+        EPIPE (the reader went away) or other write error (a full disk) its descriptor is
+        pointed at /dev/null, as Python's documentation on SIGPIPE advises, so that
+        nothing more (our lines, the interpreter's flush at exit) fails writing there,
+        and the run goes on to its end; a write error is said once on stderr."""
         fd = _descriptor(console.file)
         if fd in self.gone:
             return
         try:
             write()
         except BrokenPipeError:
-            if fd is not None:
-                self.gone.add(fd)
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, fd)
-                os.close(devnull)
+            self._end_stream(fd)
+        except OSError as exc:
+            self._end_stream(fd)
+            self._say_lost(fd, exc)
+
+    def _end_stream(self, fd: int | None) -> None:
+        if fd is not None:
+            self.gone.add(fd)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+
+    def _say_lost(self, fd: int | None, exc: OSError) -> None:
+        """One line on stderr (unless stderr is what failed) for output that could not be
+        written, and the run's exit status 1 (close)."""
+        first, self.lost = not self.lost, True
+        if not first or fd == 2 or 2 in self.gone:
+            return
+        name = {1: "stdout", 2: "stderr"}.get(fd, "its stream")
+        try:
+            os.write(2, printable(
+                f"benchflow: cannot write the progress to {name} ({exc.strerror or exc}): "
+                "nothing more is printed there; the run goes on, and exits "
+                f"{OUTPUT_LOST}\n").encode())
+        except OSError:
+            pass
 
     def close(self) -> None:
         # Once: Snakemake closes its handlers when the run ends, logging again at exit.
-        if not self.closed and self.started and not self.common_settings.dryrun:
-            self.closed = True
-            success = not self.errors and not self.progress.failed
-            self._print(self.progress.summary(success))
+        if self.closed:
+            super().close()
+            return
         self.closed = True
+        if self.previous_sigint is not None \
+                and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self.previous_sigint)
+        if self.started and not self.common_settings.dryrun:
+            if self.interrupted:
+                self.progress.interrupt()
+            for event in self.progress.unjudged():
+                self._print(event)
+            success = not self.errors and not self.progress.failed and not self.interrupted
+            self._print(self.progress.summary(success))
         super().close()
+        self._exit()
+
+    def _exit(self) -> None:
+        """Ends Snakemake's command line with the status the run's end calls for, where
+        its own (0 or 1) would hide it: 130 after Ctrl-C, 1 when our output was lost.
+        Snakemake closes its loggers last (LoggerManager.stop, from the API's __exit__ in
+        the main thread) and catches Exception there, not SystemExit, so this is its
+        exit status; what it skips of the API's cleanup, the interpreter's exit does
+        (logging.shutdown flushes the log file, the temporary directory's finalizer)."""
+        status = INTERRUPTED if self.interrupted else OUTPUT_LOST if self.lost else None
+        if status is not None and self.exits \
+                and threading.current_thread() is threading.main_thread():
+            raise SystemExit(status)
 
     @property
     def writes_to_stream(self) -> bool:

@@ -191,3 +191,43 @@ def with_kernels(report: dict) -> dict:
     if GPU_CASE not in ids:
         out["cases"].append(compile_only_case())
     return out
+
+
+# --- a report as wide as real ones get (issue 45) ----------------------------------------
+
+# iree.runtime's own words on a machine without libcuda (results/report.json of `make
+# report` on the CI machine): the longest text a case table cell ever held.
+CUDA_ABSENT = ("no cuda device here: iree.runtime's cuda driver is unavailable (Error creating "
+               "driver: c/runtime/src/iree/hal/drivers/cuda/cuda_dynamic_symbols.c:66: "
+               "UNAVAILABLE; CUDA driver library 'libcuda.so'/'nvcuda.dll' not available; "
+               "please ensure installed and in dynamic library search path)")
+INCONCLUSIVE = "host/iree/linear-16x32x32-f32/baseline"
+
+
+def wide_report() -> dict:
+    """The IREE report with its kernels and the compile-only GPU case, whose reason is the
+    real absent-CUDA message; one ok case's golden verdict inconclusive ×1.381 and every
+    timed case stopped width-out-of-reach (SYNTHETIC: renderer inputs)."""
+    out = with_kernels(iree_report())
+    gpu = find(out, GPU_CASE)
+    gpu["error"] = CUDA_ABSENT
+    for entry in gpu["not_measured"].values():
+        entry["reason"] = CUDA_ABSENT
+    find(out, INCONCLUSIVE)["golden"].update(verdict="inconclusive", ratio=1.381)
+    for case in out["cases"]:
+        if case["status"] == "ok" and case.get("timing"):
+            case["timing"]["stop_reason"] = "width-out-of-reach"
+            case["provenance"]["synthetic"] = "SYNTHETIC verdict and stop for renderer tests"
+    return out
+
+
+def with_unsupported(report: dict, n: int) -> dict:
+    """A copy of the torch report with `n` more unsupported IREE int8wo cases, one per
+    shape of a sweep (SYNTHETIC: what a torchao file's sweep makes on the IREE backend)."""
+    out = copy.deepcopy(report)
+    model = find(out, "host/iree/linear-64x64x64-f32/int8wo")
+    for i in range(n):
+        workload = f"linear-{i + 1}x64x64-f32"
+        out["cases"].append({**copy.deepcopy(model), "id": f"host/iree/{workload}/int8wo",
+                             "workload": workload, "shape": [i + 1, 64, 64]})
+    return out

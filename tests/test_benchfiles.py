@@ -154,7 +154,7 @@ def test_unknown_keys_and_broken_json_are_reported(tmp_path):
     assert problems == ["x.json: <top>: unknown key(s) ['golden_tme_ms']; expected one of "
                         + str(sorted(json.loads((REPO / "workflow/schemas/"
                                                  "benchmark_file.schema.json").read_text())
-                                     ["properties"]))]
+                                     ["properties"])) + "; did you mean 'golden_time_ms'?"]
     path = tmp_path / "broken.json"
     path.write_text("{")
     with pytest.raises(ConfigError, match="not valid JSON"):

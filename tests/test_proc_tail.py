@@ -44,7 +44,7 @@ def test_a_tools_non_utf8_output_is_read_with_replacement(tmp_path, code):
     if code:
         with pytest.raises(StageError) as err:
             run_tool(argv, stage="compile", timeout=60, log=log)
-        assert err.value.message.endswith(f"exited with 1:\nerror: {replaced}")
+        assert err.value.message.endswith(f"exited with 1: error: {replaced}\nerror: {replaced}")
     else:
         assert run_tool(argv, stage="compile", timeout=60, log=log).stdout == f"out {replaced}\n"
     text = log.read_text(encoding="utf-8")

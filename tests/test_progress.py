@@ -7,6 +7,7 @@ tests/data/ab_row_iree.json is a real A/B row (host vs generic, linear 128x256x2
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -178,7 +179,10 @@ def test_progress_reads_every_case_of_a_finished_torch_batch(tmp_path):
         write_json(tmp_path / paths.torch_case_record(batch, case), case)
     p = stages.Progress(tmp_path)
     p.job_info(1, "run_torch", [batch], ["logs/torch/host/b0.log"], {"runtime": 3})
-    events = p.job_finished(1)
+    # Their lines wait for the report's verdicts (tests/test_progress_truth.py); a run
+    # that makes no report gives them unjudged at its end.
+    assert p.job_finished(1) == []
+    events = p.unjudged()
     assert sorted(e["id"] for e in events) == sorted(c["id"] for c in cases)
     assert len({c["backend"] for c in cases}) > 1  # the layout's depth
 
@@ -217,8 +221,9 @@ def feed(h: plugin.LogHandler, tmp_path) -> None:
     header = dict.fromkeys(("datetime", "workflow_id", "platform", "host", "user",
                             "snakemake_version", "python_version", "cmd", "snakefile_main",
                             "basedir", "rundir", "configfiles", "config_md5"), "x")
-    h.emit(record(LogEvent.WORKFLOW_STARTED, "Workflow has started!", cwd=str(tmp_path),
-                  **header))
+    with contextlib.chdir(tmp_path):  # Snakemake is in the work directory as it runs
+        h.emit(record(LogEvent.WORKFLOW_STARTED, "Workflow has started!", cwd=str(tmp_path),
+                      **header))
     h.emit(record(LogEvent.RUN_INFO, "Job stats: ...", stats={"iree_batch": 1, "total": 1}))
     h.emit(record(LogEvent.JOB_INFO, jobid=1, rule_name="iree_batch", rule_msg=None,
                   output=[batch], log=["logs/b0.log"], resources={"runtime": 2}, local=True,
@@ -347,7 +352,8 @@ def hostile_case() -> dict:
 
 def feed_case(h: plugin.LogHandler, tmp_path, case: dict) -> None:
     batch = iree_batch_on_disk(tmp_path, [case])
-    h.emit(record(LogEvent.WORKFLOW_STARTED, "Workflow has started!", cwd=str(tmp_path)))
+    with contextlib.chdir(tmp_path):
+        h.emit(record(LogEvent.WORKFLOW_STARTED, "Workflow has started!", cwd=str(tmp_path)))
     h.emit(record(LogEvent.JOB_INFO, jobid=1, rule_name="iree_batch", output=[batch], log=[],
                   resources={}))
     h.emit(record(LogEvent.JOB_FINISHED, "Finished jobid: 1", job_id=1))

@@ -169,6 +169,8 @@ OUTPUT_BLOCKS = {
         "(tests/test_like_with_like.py checks them)",
     "$ benchflow check --report results/report.json --against-history 5":
         "check --against-history's lines (tests/test_check_against_history.py checks them)",
+    "bless: refused, nothing written:": "bless's refusal of a noisy case "
+                                        "(tests/test_bless_noisy.py checks its lines)",
     # docs/DESIGN.md's diagram and listings.
     "config/config.yaml (+ --configfile, --config)": "the DAG, drawn",
     'id            "cpu-host/iree/': "the case record's fields, listed",

@@ -1,6 +1,7 @@
 """Exceptions that carry enough context for a user to fix their input, and the line
 between a tool's failure (a recorded result) and benchflow's own bug (a failed job)."""
 
+import re
 from pathlib import Path
 
 
@@ -66,3 +67,42 @@ def raised_in_own_code(exc: BaseException) -> bool:
         tb = tb.tb_next
     where = Path(tb.tb_frame.f_code.co_filename).resolve()
     return where.is_relative_to(_OWN_CODE) and not where.is_relative_to(_MODEL_CODE)
+
+
+# What a failed tool's output says went wrong, for the first line of its recorded error
+# (failure_reason): the last exception of a Python traceback; a diagnostic (`error:`,
+# MLIR's and LLVM's `FILE:LINE:COL: error: ...`, `Fatal Python error: ...`); a line the
+# tool itself names (LLVM's `iree-compile: Unknown command line argument ...`); else the
+# last line that is not part of a stack dump.
+_TRACEBACK = "Traceback (most recent call last):"
+_LOCATION = re.compile(r"^\S+:\d+:\d+:\s*(?=error:)")
+_NOISE = re.compile(r"^(\s|#\d+\s|Stack dump:|PLEASE submit|Please report|Current thread|"
+                    r"Thread 0x|Extension modules:)")
+REASON_CHARS = 300
+
+
+def failure_reason(output: str, tool: str | None = None, last_line: bool = True) -> str:
+    """The one line of a failed tool's or worker's output that says why it failed ('' when
+    none does): every place that shows an error's first line (the terminal, report.md,
+    report.html, the CSV) then shows the reason, not only `python3 exited with 1:`.
+    Without `last_line`, only an exception or a diagnostic counts (text that may end with
+    another case's lines: a worker's log tail)."""
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == _TRACEBACK]
+    if starts:  # the exception line: the first unindented one after the last traceback
+        found = next((ln for ln in lines[starts[-1] + 1:] if not ln[0].isspace()), None)
+        if found:
+            return _clip(found)
+    found = next((ln for ln in lines if "error:" in ln), None)
+    if found:
+        return _clip(_LOCATION.sub("", found.strip()))
+    if tool:
+        found = next((ln for ln in lines if ln.startswith(f"{tool}: ")), None)
+        if found:
+            return _clip(found)
+    found = next((ln for ln in reversed(lines) if not _NOISE.match(ln)), None)
+    return _clip(found.strip()) if found and last_line else ""
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"

@@ -52,3 +52,39 @@ def crashing_model(config, dtype, layers, shape):
 
     gen = seeded()
     return finish(Crash(), (torch.randn(*shape, generator=gen),), dtype)
+
+
+@benchmark_model(default_shape=(4, 8), shape_doc="[rows, cols]")
+def raising_model(config, dtype, layers, shape):
+    """Raises a Python exception in its forward, after printing a warning line to stderr:
+    a model's failure whose reason is the exception line at the end of a traceback."""
+    import sys
+
+    import torch
+
+    class Raising(torch.nn.Module):
+        def forward(self, x):
+            print("UserWarning: about to fail", file=sys.stderr)
+            raise ValueError(f"raising_model cannot take a {tuple(x.shape)} input")
+
+    gen = seeded()
+    return finish(Raising(), (torch.randn(*shape, generator=gen),), dtype)
+
+
+@benchmark_model(default_shape=(1, 3, 16, 16), shape_doc="[batch, channels, height, width]")
+def conv_model(config, dtype, layers, shape):
+    """A user's conv net that gives no FLOP count: torch counts its convolution and its
+    linear layer (models/flops.py), so its GFLOP/s is not blank."""
+    import torch
+
+    class Conv(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(shape[1], 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * shape[2] * shape[3], 10)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+    gen = seeded()
+    return finish(Conv(), (torch.randn(*shape, generator=gen),), dtype)

@@ -24,7 +24,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
-from workflow.errors import OWN_BUG_EXIT, OwnBug, StageError, raised_in_own_code
+from workflow.errors import (
+    OWN_BUG_EXIT,
+    OwnBug,
+    StageError,
+    failure_reason,
+    raised_in_own_code,
+)
 
 ERROR_LINES = 12
 # How long the output of a killed tool's group is waited for: its pipes close as its
@@ -101,9 +107,20 @@ def run_tool(
         raise OwnBug(f"{Path(argv[0]).name} {' '.join(map(str, argv[1:3]))}: benchflow's own "
                      f"code failed in the worker:\n{proc.stderr[-4000:]}")
     if proc.returncode != 0:
-        detail = first_lines(diagnostic_lines(proc.stderr or proc.stdout))
-        raise StageError(stage, f"{Path(argv[0]).name} {exit_reason(proc.returncode)}:\n{detail}")
+        raise StageError(stage, failure_text(Path(argv[0]).name, proc.returncode,
+                                             proc.stderr or proc.stdout))
     return proc
+
+
+def failure_text(tool: str, code: int, output: str) -> str:
+    """A failed tool's recorded error: `iree-compile exited with 1: error: failed to
+    legalize ...` then the first lines of its diagnostics. The reason is on the first
+    line because that line is what the terminal, report.md and report.html show; a
+    Python worker's exception comes last in its traceback, past the first lines."""
+    output = diagnostic_lines(output)
+    reason = failure_reason(output, tool)
+    return (f"{tool} {exit_reason(code)}:" + (f" {reason}" if reason else "")
+            + f"\n{first_lines(output)}")
 
 
 def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
@@ -156,9 +173,50 @@ def run_attached(argv: list[str], *, out: IO[str] | None = None) -> int:
     """Runs argv to its end and returns its exit status, its stdout and stderr going to
     `out` (an open file) or, without one, to this process's own. Without a timeout: it is
     for a workflow that reports as it goes (snakemake), whose every tool has its own."""
-    proc = subprocess.run([str(a) for a in argv], stdout=out,
-                          stderr=None if out is None else subprocess.STDOUT)
-    return proc.returncode
+    proc = subprocess.Popen([str(a) for a in argv], stdout=out,
+                            stderr=None if out is None else subprocess.STDOUT)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        _let_it_stop(proc)
+        raise
+
+
+# How long a run attached is given to stop on the Ctrl-C that reached us, before it is
+# passed on. Snakemake takes about half a second to cancel its jobs, remove their partial
+# outputs and unlock its directory.
+INTERRUPT_GRACE_S = 5
+
+
+def _let_it_stop(proc: subprocess.Popen) -> None:
+    """After Ctrl-C, the run attached stops on its own terms. It shares our process group
+    (so that a supervisor's kill of the group ends it too), and the terminal's Ctrl-C
+    reached it and its jobs as well: killed then (subprocess.run kills it 0.25 s after
+    Ctrl-C), Snakemake would leave its lock, the rerun refused until `--unlock`, and its
+    jobs running. A SIGINT meant for us alone (`kill -INT`) is passed on to it and to
+    every process below it: Snakemake waits for its jobs before it ends."""
+    try:
+        proc.wait(timeout=INTERRUPT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+        proc.wait()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, children first (Linux's /proc/PID/task/TID/children;
+    none where there is no such file)."""
+    found, todo = [], [pid]
+    while todo:
+        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            try:
+                children = [int(c) for c in listing.read_text().split()]
+            except (OSError, ValueError):  # the task ended meanwhile
+                continue
+            found += children
+            todo += children
+    return found
 
 
 def exit_reason(code: int) -> str:

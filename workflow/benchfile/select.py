@@ -19,6 +19,7 @@ from workflow.benchfile.resolve import OUTSIDE, Locations
 from workflow.errors import ConfigError, key_path
 from workflow.files import directory_problem
 from workflow.paths import MAX_ID
+from workflow.records.schemas import did_you_mean
 
 
 def backend_devices() -> dict[str, tuple[str, ...]]:
@@ -186,7 +187,7 @@ def _setting_problems(config: dict, spec: dict, where: str) -> list[str]:
     for key in ("skus", "golden_keys"):
         for bad in sorted(set(spec[key]) - set(config["skus"])):
             problems.append(f"{where}.{key}: unknown SKU {bad!r}; expected one of "
-                            f"{sorted(config['skus'])}")
+                            f"{sorted(config['skus'])}{did_you_mean([bad], config['skus'])}")
     return problems
 
 

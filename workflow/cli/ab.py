@@ -61,7 +61,22 @@ def add_parser(sub) -> None:
                            "absent; default: the suite's own history store where it exists)")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                    help="after --: more snakemake options")
-    p.set_defaults(func=gate_command(run))
+    p.set_defaults(func=gate_command(run), interrupted=interrupted)
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves (cli/main.py prints it): the A/B rows snakemake finished stay in
+    results/ and are not measured again; two revisions' trees and builds stay in the
+    cache, their pairs (measured in this process) are measured again."""
+    if args.base or args.new:
+        from workflow.cli.bisect import default_cache
+
+        cache = (args.cache or default_cache()).resolve()
+        return ("benchflow ab --base --new; rerun to finish: the revisions' trees and "
+                f"builds made so far are kept in {cache} and reused, the pairs are "
+                "measured again")
+    return ("benchflow ab; rerun to finish: the A/B rows that were finished are kept and "
+            "not measured again")
 
 
 def line(row: dict) -> str:

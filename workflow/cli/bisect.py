@@ -1,5 +1,5 @@
 """`benchflow bisect`: the first commit (or release) at which a case got slower, found by
-paired A/B steps (issue 38). Exit 0 when no bad revision was found (the ends do not
+paired A/B steps. Exit 0 when no bad revision was found (the ends do not
 differ, or the bad end is faster), 1 when one was, 2 for bad input, 3 when a step could
 not be judged even with a longer budget.
 
@@ -58,7 +58,15 @@ def add_parser(sub) -> None:
                         "default: the suite's history.path where that store exists and "
                         "is the suite's own)")
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.set_defaults(func=gate_command(run))
+    p.set_defaults(func=gate_command(run), interrupted=interrupted)
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves (cli/main.py prints it): the trees and builds in the cache;
+    the steps' measurements, kept in the history only once the search ends, are not."""
+    cache = (args.cache or default_cache()).resolve()
+    return ("benchflow bisect; rerun to finish: the revisions' trees and builds made so "
+            f"far are kept in {cache} and reused, the steps are measured again")
 
 
 def step_line(step: dict, label) -> str:

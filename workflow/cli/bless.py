@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+# The exit status of a bless refused for noisy cases: 3, as a gate that could not judge
+# (cli/options.EXIT_CODES), for a golden of noise would leave later runs unjudgeable.
+NOISY_EXIT = 3
+
 
 def add_parser(sub) -> None:
     from workflow.regression.goldens import DEFAULT_GRANULARITY
@@ -24,6 +28,10 @@ def add_parser(sub) -> None:
     p.add_argument("--benchmark-files", action="store_true",
                    help="also record golden_time_ms/golden_dispatch/golden_size in the "
                         "benchmark files the report's cases came from")
+    p.add_argument("--allow-noisy", action="store_true",
+                   help="bless cases too noisy to be goldens as well (their CV above their "
+                        "SKU's measurement.noisy_cv); without it --yes refuses them, exit "
+                        f"{NOISY_EXIT}, and writes nothing")
     p.add_argument("--yes", action="store_true", help="write (default: print what would change)")
     p.set_defaults(func=run)
 
@@ -36,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     blessing = plan_bless(args.report, args.goldens, sku=args.sku, cases=args.cases,
                           granularity=args.size_granularity,
                           benchmark_files=args.benchmark_files, write=args.yes,
-                          warn=lambda text: print(text, file=sys.stderr))
+                          warn=lambda text: print(text, file=sys.stderr),
+                          allow_noisy=args.allow_noisy)
     plan, lines, file_lines = blessing.plan, blessing.lines, blessing.file_lines
     print(f"bless {', '.join(map(str, args.report))} -> {args.goldens} (sizes rounded up to "
           f"{args.size_granularity} B):")
@@ -46,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(file_lines))
     if not plan.changes and not file_lines:
         return 1  # nothing matched: most likely a wrong --sku or --cases
+    if blessing.noisy and not args.allow_noisy:
+        _refuse_noisy(blessing.noisy, args.yes)
+        if args.yes:
+            return NOISY_EXIT
+    elif blessing.noisy:
+        print(f"--allow-noisy: blessing {len(blessing.noisy)} noisy case(s) all the same:")
+        print("\n".join(f"  {line}" for line in blessing.noisy))
     if not args.yes:
         print(f"dry run: nothing written; --yes writes {len(plan.changes)} golden(s) to "
               f"{len(plan.files)} file(s)" + (" and the benchmark files" if file_lines else ""))
@@ -53,3 +69,15 @@ def run(args: argparse.Namespace) -> int:
     goldens.write_plan(plan)
     print(f"wrote {len(plan.changes)} golden(s) to {', '.join(sorted(plan.files)) or 'no file'}")
     return 0
+
+
+def _refuse_noisy(lines: list[str], write: bool) -> None:
+    """On stderr: the noisy cases, each with its CV and the limit, and the ways on. A
+    golden of a noisy run judges every later run against that noise: slowdowns within
+    it go unseen, and the gate answers `inconclusive` where it could have judged."""
+    head = "bless: refused, nothing written" if write else "bless: --yes would refuse this"
+    print(f"{head}: {len(lines)} case(s) too noisy to be goldens:", file=sys.stderr)
+    for line in lines:
+        print(f"  {line}", file=sys.stderr)
+    print("  bless a quieter run (several reports pool their runs), leave them out with "
+          "--cases, or bless them all the same with --allow-noisy", file=sys.stderr)

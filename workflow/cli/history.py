@@ -20,6 +20,13 @@ from pathlib import Path
 from workflow.cli.options import EXIT_CODES, gate_command
 
 LATENCY = "latency median (ms)"
+# What Ctrl-C leaves (cli/main.py prints it after `interrupted: `). An ingest stopped
+# part way keeps the rows it inserted (closing the store records them), and a rerun adds
+# only the measurements the store lacks; the reading verbs work on a snapshot, and the
+# page is written whole or not at all.
+INGEST_INTERRUPTED = ("benchflow history ingest; rerun it to add the rest: what it "
+                      "ingested is kept, and ingest adds each measurement once")
+READ_INTERRUPTED = "benchflow history {verb}; the store is unchanged (reading never writes it)"
 
 
 def add_parser(sub) -> None:
@@ -39,14 +46,14 @@ def add_parser(sub) -> None:
                          help=f"the run's {column} (default: the CI's variables, else git "
                               "of the file's directory)")
     _store_options(ing)
-    ing.set_defaults(func=run_ingest)
+    ing.set_defaults(func=run_ingest, interrupted=INGEST_INTERRUPTED)
 
     show = verbs.add_parser("show", help="a series (CASE or GLOB) or, without one, the runs")
     show.add_argument("pattern", nargs="?", metavar="CASE|GLOB")
     show.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
     show.add_argument("--format", choices=["text", "json"], default="text")
     _store_options(show)
-    show.set_defaults(func=run_show)
+    show.set_defaults(func=run_show, interrupted=READ_INTERRUPTED.format(verb="show"))
 
     det = verbs.add_parser("detect", help="change points of every series (exit as the gates)")
     det.add_argument("pattern", nargs="?", default="*", metavar="GLOB")
@@ -56,19 +63,21 @@ def add_parser(sub) -> None:
                           "(prefix) or ISO date; earlier ones are listed, not judged")
     det.add_argument("--format", choices=["text", "json"], default="text")
     _store_options(det)
-    det.set_defaults(func=gate_command(run_detect))
+    det.set_defaults(func=gate_command(run_detect),
+                     interrupted=READ_INTERRUPTED.format(verb="detect"))
 
     page = verbs.add_parser("html", help="the page of every series (results/history.html)")
     page.add_argument("pattern", nargs="?", default="*", metavar="GLOB")
     page.add_argument("-o", "--output", type=Path, default=Path("results/history.html"))
     page.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
     _store_options(page)
-    page.set_defaults(func=run_html)
+    page.set_defaults(func=run_html, interrupted=READ_INTERRUPTED.format(verb="html"))
 
     rm = verbs.add_parser("remove", help="remove one run's rows (`history show` lists runs)")
     rm.add_argument("run_id", metavar="RUN_ID")
     _store_options(rm)
-    rm.set_defaults(func=run_remove)
+    rm.set_defaults(func=run_remove, interrupted="benchflow history remove; run it again to "
+                                                 "remove what is left of the run")
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:

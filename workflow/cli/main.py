@@ -31,10 +31,26 @@ COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchm
 # `set -o pipefail` scripts see benchflow as any other tool. Not 1: for `check` and `ab`
 # that means a regression, and a reader that stopped reading is not one.
 PIPE_CLOSED = 141
+# The exit status after Ctrl-C: 128 + SIGINT, what a shell reports for any tool it
+# interrupted, so that a script tells an interrupted run from a failed one.
+INTERRUPTED = 130
+
+
+def version() -> str:
+    """The installed package's version (pyproject.toml's, through the package metadata
+    that `pip install -e .` wrote)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("benchflow")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed: `pip install -e .` in the checkout)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchflow", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"benchflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(sub)
@@ -58,6 +74,19 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _closed_pipe()
+    except KeyboardInterrupt:
+        # Ctrl-C: one line saying what became of the work, not a traceback. The tools a
+        # command started have stopped by now (backends/proc.py waits for them).
+        print(f"interrupted: {interrupted_line(args)}", file=sys.stderr, flush=True)
+        return INTERRUPTED
+
+
+def interrupted_line(args: argparse.Namespace) -> str:
+    """What an interrupted command leaves: its own words where it set `interrupted` (a
+    str, or a function of its arguments), else that it may simply be run again."""
+    said = getattr(args, "interrupted", None)
+    text = said(args) if callable(said) else said
+    return text or f"benchflow {args.command}; run it again to finish"
 
 
 def _closed_pipe() -> int:

@@ -41,8 +41,8 @@ def gate_command(run):
 
 def add_allow_inconclusive(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--allow-inconclusive", action="store_true",
-                   help=f"count {what} as ok (exit 0), as before issue 20; a failed one "
-                        "still exits 3")
+                   help=f"count {what} as ok (exit 0) instead of exit 3; a failed "
+                        "one still exits 3")
 
 
 def add_accept_config(p: argparse.ArgumentParser, what: str) -> None:

@@ -15,7 +15,9 @@ on a copy, so that a branch that does not apply leaves nothing behind.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,23 +97,45 @@ def validator(schema: dict, *, fill_defaults: bool = False,
 
 # Problems as users read them, `file: key.path: what was expected`: for suites, golden
 # files and benchmark files alike, so here below all of their readers.
+def did_you_mean(words: Iterable, names: Iterable) -> str:
+    """`; did you mean 'skus'?` for a misspelt name (or `...'skus' for 'skuss',
+    'workloads' for 'workload'?` for several): the closest of `names` to each word that
+    has one close enough (difflib's ratio 0.6 or more); "" when none has."""
+    words, names = [w for w in words if isinstance(w, str)], [str(n) for n in names]
+    found = [(w, difflib.get_close_matches(w, names, n=1)) for w in words]
+    found = [(w, match[0]) for w, match in found if match]
+    if not found:
+        return ""
+    if len(words) == 1:
+        return f"; did you mean {found[0][1]!r}?"
+    return "; did you mean " + ", ".join(f"{m!r} for {w!r}" for w, m in found) + "?"
+
+
 def _expected(error: jsonschema.ValidationError) -> str:
     """Turns a jsonschema error into 'what was expected' wording."""
-    v, schema = error.validator, error.validator_value
-    if "x-expected" in error.schema:  # a schema's own wording of what it expects
-        return f"expected {error.schema['x-expected']}, got {error.instance!r}"
+    v, schema, own = error.validator, error.validator_value, error.schema
+    if v == "maxLength" and "x-too-long" in own:  # a length problem, said as one
+        return f"expected at most {schema} characters ({own['x-too-long']}), got " \
+               f"{error.instance!r}"
+    if "x-expected" in own:  # a schema's own wording of what it expects
+        text = f"expected {own['x-expected']}, got {error.instance!r}"
+        if v == "pattern":  # a name outside a family of names: which, and the closest
+            text += f": unknown {own['x-unknown']}" if "x-unknown" in own else ""
+            text += did_you_mean([error.instance], own.get("x-names", ()))
+        return text
     if v == "additionalProperties" and isinstance(error.instance, dict):
-        known = sorted(error.schema.get("properties", {}))
+        known = sorted(own.get("properties", {}))
         # YAML keys need not be strings (`1: a`): sort by their text.
         extra = sorted(set(error.instance) - set(known), key=str)
-        pattern = list(error.schema.get("patternProperties", {}))
+        pattern = list(own.get("patternProperties", {}))
         if pattern:
             return f"keys matching {pattern[0]}, got {extra}"
-        return f"unknown key(s) {extra}; expected one of {known}"
+        return f"unknown key(s) {extra}; expected one of {known}{did_you_mean(extra, known)}"
     if v == "type":
         return f"expected {schema}, got {type(error.instance).__name__} {error.instance!r}"
     if v == "enum":
-        return f"expected one of {schema}, got {error.instance!r}"
+        return (f"expected one of {schema}, got {error.instance!r}"
+                f"{did_you_mean([error.instance], schema)}")
     if v == "required":
         return error.message
     if v in ("minItems", "maxItems") and isinstance(error.instance, list):
@@ -165,7 +189,7 @@ def _lines(error: jsonschema.ValidationError, source: str) -> list[tuple[list, s
         rest = sorted((k for k in extra if k not in obsolete), key=str)
         if rest:
             out.append((path, f"{source}: {key_path(path)}: unknown key(s) {rest}; expected "
-                              f"one of {sorted(known)}"))
+                              f"one of {sorted(known)}{did_you_mean(rest, known)}"))
         return out
     return [(path, f"{source}: {key_path(path)}: {_expected(error)}")]
 

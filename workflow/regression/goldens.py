@@ -245,6 +245,9 @@ class BlessPlan:
     # (case id, why): earlier reports' runs of a case left out of its pool (another
     # measurement configuration: pooled, they would mix two levels into one golden).
     not_pooled: list[tuple[str, str]] = field(default_factory=list)
+    # case id -> the CV of its noisiest run that its SKU's noisy_cv called noisy: a golden
+    # of such a run would judge later runs against noise (`bless` refuses it).
+    noisy: dict[str, float] = field(default_factory=dict)
 
 
 def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: str | None = None,
@@ -278,6 +281,10 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
                                                 f"another configuration not pooled ({first})"))
             prior = [c for c, d in zip(prior, diffs, strict=True) if not d]
         new = entry_from_case(case, report, report_path, granularity, now, prior)
+        noisy = [c["timing"]["cv"] for c in [*prior, case]
+                 if (c.get("timing") or {}).get("noisy")]
+        if noisy:
+            plan.noisy[case["id"]] = max(noisy)
         plan.files[path]["cases"][case["id"]] = new
         plan.files[path]["schema_version"] = SCHEMA_VERSION  # entries of 1.1 now
         plan.changes.append((path, case["id"], old, new))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from workflow.errors import failure_reason
 from workflow.records.kernels import others_count
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.speedup import CROSS_RUN, PAIRED
@@ -144,8 +145,10 @@ class Index:
         return median_ms(sibling) if sibling else None
 
     def eager_ms(self, case: dict) -> float | None:
-        """torch-eager's median for the same SKU, workload and recipe."""
-        return self.median(case, backend=EAGER)
+        """torch-eager's median for the same SKU, workload and recipe, beside a case that
+        has a time of its own: an unsupported or failed row with an eager time reads as
+        if it had been compared."""
+        return self.median(case, backend=EAGER) if median_ms(case) is not None else None
 
     def compiled_backend(self, case: dict) -> str | None:
         """The backend whose times are torchao's 'compiled' ones for this case: its own,
@@ -305,15 +308,18 @@ def md_text(value: Any) -> str:
 
 
 def error_summary(text: str | None, limit: int = 200) -> str:
-    """One line about a failure: the error's first line, plus its first `error:` line
-    when that comes later (iree-compile's first line only says it exited with 1)."""
+    """One line about a failure: the error's first line, which carries the reason
+    (proc.failure_text); a record made before it did (`iree-compile exited with 1:` alone)
+    gets the reason from its later lines: the exception or the first `error:` line (also
+    after a first line without one)."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if not lines:
         return ""
     summary = lines[0]
-    detail = next((line for line in lines[1:] if "error:" in line), None)
-    if detail and "error:" not in summary:
-        summary += " " + detail[detail.index("error:"):]
+    rest = (text or "").strip().partition("\n")[2]  # indented: traceback frames
+    reason = failure_reason(rest, last_line=False)
+    if reason and (summary.endswith(":") or ("error:" in reason and "error:" not in summary)):
+        summary += f" {reason}"
     return summary if len(summary) <= limit else summary[: limit - 1] + "…"
 
 
@@ -340,16 +346,6 @@ def unsupported(cases: list[dict]) -> list[dict]:
     """The unsupported cases, by id: each is shown with why (the record's error)."""
     return sorted((x for x in cases if x["status"] == Status.UNSUPPORTED),
                   key=lambda x: x["id"])
-
-
-def by_reason(cases: list[dict]) -> list[tuple[str, list[str]]]:
-    """(reason, ids) of `cases` grouped by their one-line reason (`skip_reason`), in the
-    order each reason first occurs: a recipe a backend cannot run is one line, not one
-    per workload."""
-    groups: dict[str, list[str]] = {}
-    for case in cases:
-        groups.setdefault(skip_reason(case), []).append(case["id"])
-    return list(groups.items())
 
 
 def cv_text(case: dict) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import zlib
 
 from workflow.records.kernels import others_name
+from workflow.render import brief, history, plots, templating
 from workflow.render import common as c
-from workflow.render import history, plots, templating
 from workflow.stats.enums import Status
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
@@ -41,15 +41,20 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
 
     def ci(x):
         interval = c.section(x, "timing").get("ci95_ms") or []
-        return (f"[{c.fmt(interval[0])}, {c.fmt(interval[1])}]"
+        return (f"[{c.fmt(interval[0])}, {c.fmt(interval[1])}]" + brief.stop_note(x)
                 if len(interval) == 2 and c.median_ms(x) is not None else "")
 
+    # What a reader scans first comes first, so that it shows in a 1,400 px window: the
+    # status with the golden verdict beside it (an `ok` row may be `inconclusive ×1.38`),
+    # the case, its time and interval, the speedups. Free text ("note" columns) is cut
+    # short with the whole on hover: one CUDA driver message was 1,800 px wide.
     return [
         # The status as a word; its shape is CSS on the row's st-<status> class (the
         # page's style), so it shows without an emoji font and reads aloud as the word.
         ("Status", "txt", lambda x: c.status(x)
                                     + (f" ({x['stage']})" if x.get("stage") else "")
                                     + (f" · {DISTURBED}" if c.disturbed(x) else "")),
+        ("Golden", "note", c.verdict_text),
         # The id is sku/backend/workload/recipe: its parts are the columns, so the table
         # stays narrow; the row's title and data-id carry the whole id.
         ("Workload", "txt", lambda x: x["workload"]),
@@ -58,33 +63,35 @@ def _columns(index: c.Index, peak: dict | None) -> list[Col]:
         ("Recipe", "txt", lambda x: x["recipe"]),
         ("Mode", "txt", lambda x: x["mode"]),
         ("Median ms", "num", timing("median_ms")),
-        # Why a compile-only case has no time ("unsupported: no cuda device here: ...").
-        ("Not measured", "txt", lambda x: c.not_measured(x, "timing") or ""),
         ("95% CI ms", "txt", ci),
         # The CV in % with the noisy flag as text; it sorts on the CV itself.
         ("CV", "num", lambda x: ((c.section(x, "timing")["cv"], c.cv_text(x))
                                  if c.median_ms(x) is not None else None)),
-        ("Eager ms", "num", index.eager_ms),
         ("Speedup vs eager", "num", speedup("vs_eager")),
         ("Speedup vs baseline", "num", speedup("vs_baseline")),
+        # Why a compile-only case has no time ("unsupported: no cuda device here: ...").
+        ("Not measured", "note", lambda x: c.not_measured(x, "timing") or ""),
+        ("Eager ms", "num", index.eager_ms),
         ("GFLOP/s", "num", lambda x: c.section(x, "throughput").get("gflops")),
         ("% of peak", "num", lambda x: c.percent_of_peak(x, peak)),
         ("Compile s", "num", lambda x: c.section(x, "compile").get("seconds")),
         ("Dispatches", "num", lambda x: c.section(x, "compile").get("dispatch_count")),
         ("PCC", "num", lambda x: c.section(x, "accuracy").get("pcc")),
-        ("Golden", "txt", c.verdict_text),
     ]
 
 
 def _cell(kind: str, value) -> tuple[str, str, str]:
     """(kind, data-v, text): a number's data-v is its full value, which the sort reads;
-    a (value, text) pair is a number shown with its own text."""
+    a (value, text) pair is a number shown with its own text; a note is shown cut short."""
     if kind == "num" and isinstance(value, tuple):
         return kind, repr(float(value[0])), value[1]
     if kind == "num":
         raw = "" if value is None else repr(float(value))
         spec = ".6f" if isinstance(value, float) and 0.99 < value <= 1 else ".4g"
         return kind, raw, c.fmt(value, spec, blank="")
+    if kind == "note":  # the whole text goes to the cell's title, shown on hover
+        text = " ".join(str(value).split())
+        return kind, text, brief.short(text)
     return kind, "", str(value)
 
 
@@ -125,6 +132,11 @@ def attention(cases: list[dict]) -> list[tuple[str, str]]:
             continue
         items.append((x["id"], why))
     return items
+
+
+# A reason's unsupported cases are listed open up to this many; more fold under it (a
+# torchao sweep on IREE: 210 ids of one reason).
+OPEN_IDS = 12
 
 
 # A profile's stacked bar: its largest kernels in colour, the rest one grey segment; and
@@ -227,7 +239,9 @@ def render(report: dict, peak: dict | None = None, history_link: bool = False) -
         disturbed=[(x["id"], c.disturbance_reason(x)) for x in c.ordered(cases)
                    if c.disturbed(x)],
         attention=attention(cases),
-        unsupported=c.by_reason(c.unsupported(cases)),
+        unsupported=brief.grouped(c.unsupported(cases), c.skip_reason),
+        open_ids=OPEN_IDS,
+        out_of_reach=brief.OUT_OF_REACH_TEXT,
         skipped=[(x["id"], c.skip_reason(x)) for x in c.skipped(cases)],
         compile_only=[(x["id"], c.skip_reason(x)) for x in c.compile_only(cases)],
         header=header,

@@ -9,6 +9,7 @@ import re
 from importlib import resources
 from string import Template
 
+from workflow.render import brief
 from workflow.render import common as c
 from workflow.render.text import printable
 from workflow.stats.enums import Status
@@ -45,10 +46,13 @@ COLUMNS = (
     ("IREE dispatches", "dispatches in the compiled IREE module (IREE cases only)."),
     ("Compile s", "seconds to compile: iree-compile, or torch.compile's first (compiling) "
                   "call."),
-    ("Eager ms", "median latency of torch-eager on the same SKU, workload and recipe."),
+    ("Eager ms", "median latency of torch-eager on the same SKU, workload and recipe, "
+                 "beside a case that has a time of its own."),
     ("Backend ms [95% CI]", "this case's median latency in milliseconds, the median of its "
                             "invocation medians, and the 95% interval of that median "
-                            "(none below 6 invocations, where no interval reaches 95%)."),
+                            "(none below 6 invocations, where no interval reaches 95%); "
+                            "then why measuring stopped, where it stopped short: "
+                            + brief.OUT_OF_REACH_TEXT),
     ("CV", "the coefficient of variation of the invocation medians, in %; `noisy` when it "
            "is above the SKU's `noisy_cv` (counted in the summary beside ⚠ disturbed)."),
     ("Speedup", "eager ms / backend ms: above 1 the backend is faster than eager. "
@@ -102,7 +106,8 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
     ops = (f"{graph['aten_ops']} ({graph['aten_ops_unique']})" if graph else "—")
     # A section not measured (a compile-only case's time and accuracy) says so; the reason
     # is listed under Compile-only.
-    timing = "⊘ unsupported" if c.not_measured(case, "timing") else c.interval_text(case)
+    timing = ("⊘ unsupported" if c.not_measured(case, "timing")
+              else c.interval_text(case) + brief.stop_note(case))
     pcc = ("⊘ unsupported" if c.not_measured(case, "accuracy")
            else c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"))
     return [case["model"], case["config"], case["dtype"], c.shape_text(case),
@@ -155,12 +160,19 @@ def attention(cases: list[dict]) -> str:
 
 def unsupported_section(cases: list[dict]) -> str:
     """The unsupported cases with why, one line per reason (a recipe a backend cannot run
-    is one reason for every workload)."""
+    is one reason for every workload), its cases under it by SKU, backend and recipe with
+    their workloads (brief.grouped): hundreds of ids of one reason stay a few lines."""
     found = c.unsupported(cases)
     if not found:
         return ""
-    lines = [f"- {cell(why)} ({len(ids)}): " + ", ".join(f"`{i}`" for i in ids)
-             for why, ids in c.by_reason(found)]
+    lines = []
+    for why, n, groups in brief.grouped(found, c.skip_reason):
+        if n == 1:
+            lines.append(f"- {cell(why)} (1): `{groups[0][0]}`")
+            continue
+        lines.append(f"- {cell(why)} ({n}):")
+        lines += [f"  - `{key}`" + (f" ({len(ws)}): " + ", ".join(f"`{w}`" for w in ws)
+                                    if ws else "") for key, ws in groups]
     return (f"\n\n### Unsupported ({len(found)})\n\nCombinations this backend, recipe or "
             "mode cannot run (not failures), with why:\n\n" + "\n".join(lines))
 

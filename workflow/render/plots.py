@@ -10,9 +10,11 @@ import base64
 import io
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
 
 from workflow.render import common as c
 
@@ -28,6 +30,11 @@ def data_uri(fig: Figure) -> str:
 
 def latency(cases: list[dict]) -> str | None:
     """Median latency of every case that ran, with its 95% interval, log scale."""
+    fig = latency_figure(cases)
+    return None if fig is None else data_uri(fig)
+
+
+def latency_figure(cases: list[dict]) -> Figure | None:
     timed = [x for x in cases if c.median_ms(x) is not None]
     if not timed:
         return None
@@ -45,9 +52,24 @@ def latency(cases: list[dict]) -> str | None:
     ax.scatter(meds, ys, c=colors, zorder=3, s=18)
     ax.set_yticks(ys, [x["id"] for x in timed], fontsize=8)
     ax.set_xscale("log")
+    # Plain decimals (0.2, 5, 30): matplotlib's log axis writes 2×10^-1.
+    ax.xaxis.set_major_formatter(PlainLogFormatter(labelOnlyBase=False))
+    ax.xaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False,
+                                                   minor_thresholds=(1, 0.4)))
     ax.set_xlabel("median latency (ms), bar: 95% interval of the median")
     ax.grid(axis="x", which="both", alpha=0.3)
-    return data_uri(fig)
+    return fig
+
+
+class PlainLogFormatter(LogFormatter):
+    """A log axis's tick labels as plain decimals, on the ticks matplotlib's own log
+    formatter labels (it leaves most minor ticks blank where the axis spans decades)."""
+
+    def __call__(self, x, pos=None) -> str:
+        if not super().__call__(x, pos):
+            return ""
+        return np.format_float_positional(x, precision=4, unique=True, fractional=False,
+                                          trim="-")
 
 
 @dataclass(frozen=True)

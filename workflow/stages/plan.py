@@ -114,6 +114,22 @@ def report_golden_inputs(suite: Suite) -> list[str]:
     return [g for sku in skus for g in case_golden_input(suite, sku)]
 
 
+def peak_input(suite: Suite) -> list[str]:
+    """[results/peak.json] as an input of the renders when the suite times a case on this
+    machine's CPU (an IREE case on a local device, a torch case on the CPU); else none,
+    and measure_peak never runs: the peak is the 100% of percent-of-peak figures, which
+    only such a case has, and it holds the bench slot and every core for seconds in a run
+    whose cases are all unsupported, compile-only or on a GPU. (Benchmark files have no
+    FLOP count, so no GFLOP/s to compare.)"""
+    from workflow.backends.iree.tools import LOCAL_DEVICES
+    from workflow.paths import PEAK
+
+    iree = any(suite.sku(sku)["iree"]["device"] in LOCAL_DEVICES for sku, _ in suite.iree_batches)
+    torch = any(c.workload.device == "cpu" for key in suite.torch_batches
+                for c in suite.torch_batch(*key))
+    return [PEAK] if iree or torch else []
+
+
 def iree_builds() -> tuple[str, str]:
     """The builds of the IREE compiler and runtime packages (backends/builds.py): params
     of the benchmark-file and A/B rules, so that another build reruns what it made."""

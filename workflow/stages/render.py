@@ -13,7 +13,11 @@ from workflow.render import ab as ab_render
 from workflow.render import csv_report, dashboard, html, markdown
 
 
-def _peak(path: str | None) -> dict | None:
+def _peak(path) -> dict | None:
+    """results/peak.json, when the suite times a case on the CPU (plan.peak_input: a
+    Snakemake input that is a list, empty otherwise)."""
+    if isinstance(path, list | tuple):
+        path = path[0] if path else None
     return read_json(path) if path else None
 
 

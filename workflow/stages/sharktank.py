@@ -12,6 +12,8 @@ workflow.benchfile.flags, re-exported here: rules import only stages and paths.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from workflow.backends.iree import tools as iree
 from workflow.benchfile.flags import compile_flags, data_files, run_spec
 from workflow.records.stage import StageResult
@@ -54,28 +56,34 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
 
 
 def select_files(configfile: list[str] | None, override: dict):
-    """The benchmark files a suite selects (benchfile.select's Selection), with
+    """(the suite, the benchmark files it selects: benchfile.select's Selection), with
     `override` (`benchflow benchmarks`' options, run_benchmarks.py's) over the suite's
     benchmark_files settings."""
     from workflow.benchfile.select import attach
     from workflow.suite.load import load
 
-    return attach(load(configfile, {"benchmark_files": override} if override else None))
+    suite = load(configfile, {"benchmark_files": override} if override else None)
+    return suite, attach(suite)
 
 
-def run_files_argv(configfile: list[str] | None, override: dict, *, cores: str,
-                   target: str, dry_run: bool) -> list[str]:
-    """The snakemake command that builds `target` with the files `select_files` selects."""
+def run_files_argv(configfile: list[str] | None, config: dict, *, cores: str, target: str,
+                   dry_run: bool, directory: Path | None = None) -> list[str]:
+    """The snakemake command that builds `target` with the files `select_files` selects:
+    `config` ({section: settings}) over the suite's, in `directory` (default: where it
+    is started)."""
     import json
 
     from workflow.stages.single_run import snakemake_command
 
     options = ["--cores", str(cores), target]
+    if directory is not None:
+        options = ["--directory", str(directory), *options]
     for f in configfile or []:
         options += ["--configfile", str(f)]
-    if override:
+    if config:
         # Snakemake parses --config values as YAML with strings only; JSON is such YAML.
-        options += ["--config", "benchmark_files=" + json.dumps(override)]
+        # One --config for all: a second would replace the first.
+        options += ["--config", *(f"{k}={json.dumps(v)}" for k, v in config.items())]
     if dry_run:
         options.append("-n")
     return snakemake_command(*options)

@@ -29,7 +29,7 @@ from workflow.errors import ConfigError
 from workflow.paths import REPO_ROOT, REPORT, RUNS, SUITE_MARKER
 from workflow.records.storage import read_json_file, write_json
 from workflow.stages.plan import Refused
-from workflow.suite.schema import DEFAULT_CONFIG, read_yaml
+from workflow.suite.schema import DEFAULT_CONFIG, load_schema, read_yaml
 
 MARKER_KIND = "benchflow-suite-dir"
 # The keys of a suite that name paths relative to the working directory: made absolute
@@ -55,6 +55,16 @@ class SuiteIdentity:
         stem (a torchao file names no suite)."""
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(self.files[-1]).stem).lstrip(".")
         return self.name or stem or "suite"
+
+    def report_name(self, configured: str) -> str:
+        """The suite's name in its reports (report.json's provenance, the pages' titles):
+        `configured`, the suite_name its files or --config give, unless that is only the
+        schema's default for a suite that names none; then its last file's stem, as
+        `label`. Two unnamed suites are not both 'default', and a page says which file."""
+        if self.name is None and configured == load_schema()["properties"]["suite_name"][
+                "default"]:
+            return self.label()
+        return configured
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict()).encode()).hexdigest()[:8]

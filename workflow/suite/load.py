@@ -21,6 +21,7 @@ from workflow.errors import ConfigError
 from workflow.measure.plans import ab_plan, invocation_plan
 from workflow.models.registry import all_models
 from workflow.paths import MAX_ID
+from workflow.records.schemas import did_you_mean
 from workflow.suite import shapes as shape_generators
 from workflow.suite.schema import read_yaml, validate_suite
 from workflow.suite.torchao import translate_model_params
@@ -243,7 +244,8 @@ def _suite_problems(ex: _Expansion, workloads: list[dict]) -> list[str]:
     problems = []
     for bad in sorted(set(ex.config["backends"]) - set(ex.known_backends)):
         problems.append(f"{ex.source}: backends: unknown backend {bad!r}; expected one of "
-                        f"{ex.known_backends} (define torch backends under torch_backends)")
+                        f"{ex.known_backends} (define torch backends under torch_backends)"
+                        f"{did_you_mean([bad], ex.known_backends)}")
     # A suite of benchmark files only (sharktank's JSON files) needs no workload.
     if not workloads and not ex.config["benchmark_files"]["models"]:
         problems.append(f"{ex.source}: workloads: expected at least one workload "
@@ -277,10 +279,10 @@ def _entry_problems(ex: _Expansion, entry: dict, spec, where: str) -> list[str]:
     problems = []
     for bad in sorted(set(entry["skus"]) - set(ex.config["skus"])):
         problems.append(f"{where}.skus: unknown SKU {bad!r}; expected one of "
-                        f"{sorted(ex.config['skus'])}")
+                        f"{sorted(ex.config['skus'])}{did_you_mean([bad], ex.config['skus'])}")
     for bad in sorted(set(entry["backends"]) - set(ex.known_backends)):
         problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
-                        f"{ex.known_backends}")
+                        f"{ex.known_backends}{did_you_mean([bad], ex.known_backends)}")
     rank = len(spec.default_shape)
     if entry["matrix_shapes"] and rank != 3:
         problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workflow.paths import MAX_ID
+from workflow.records.schemas import did_you_mean
 
 ROLES = ("base", "new")
 # Joins a side's parts into its label and two workloads into a pair's: no SKU, backend,
@@ -91,7 +92,8 @@ def _iree_pair(suite, pair: dict, where: str) -> list[str]:
     for role in ROLES:
         if pair[role] not in suite.config["skus"]:
             problems.append(f"{where}.{role}: unknown SKU {pair[role]!r}; "
-                            f"expected one of {sorted(suite.config['skus'])}")
+                            f"expected one of {sorted(suite.config['skus'])}"
+                            f"{did_you_mean([pair[role]], suite.config['skus'])}")
     key = (pair["base"], pair["new"])
     if pair["base"] == pair["new"]:
         problems.append(f"{where}: base and new are both {pair['base']!r}; "
@@ -116,7 +118,7 @@ def _side_problems(suite, side: dict, where: str) -> list[str]:
     config, problems = suite.config, []
     if side["sku"] not in config["skus"]:
         problems.append(f"{where}.sku: unknown SKU {side['sku']!r}; expected one of "
-                        f"{sorted(config['skus'])}")
+                        f"{sorted(config['skus'])}{did_you_mean([side['sku']], config['skus'])}")
     if side["backend"] not in config["torch_backends"]:
         problems.append(f"{where}.backend: {side['backend']!r} is not a torch backend of the "
                         f"suite; expected one of {sorted(config['torch_backends'])}")

@@ -282,13 +282,26 @@ def suite_schema() -> dict:
         rules.append({"if": {"properties": {"model": {"const": name}}, "required": ["model"]},
                       "then": then})
     workload["allOf"] = rules
-    from workflow.backends.torch.recipes import ACCURACY_KEY_PATTERN, RECIPE_HELP, RECIPE_PATTERN
+    from workflow.backends.torch.recipes import (
+        ACCURACY_KEY_PATTERN,
+        FAMILY_NAMES,
+        FIXED,
+        GROUP_SIZES,
+        RECIPE_HELP,
+        RECIPE_PATTERN,
+    )
 
-    recipe = schema["$defs"]["recipe_name"]
-    recipe.update({"pattern": RECIPE_PATTERN, "x-expected": f"{RECIPE_HELP}; at most "
-                   f"{recipe['maxLength']} characters (it names files)"})
+    # A name outside the pattern is an unknown recipe, said so with the closest known
+    # one; a known one too long for a file name is a length problem.
+    grouped = [f"int4wo-{g}" for g in GROUP_SIZES] + [f"int4wo-{g}-hqq" for g in GROUP_SIZES] \
+        + [f"8da4w-{g}" for g in GROUP_SIZES]
+    schema["$defs"]["recipe_name"].update({
+        "pattern": RECIPE_PATTERN, "x-expected": RECIPE_HELP, "x-unknown": "recipe",
+        "x-names": [*FIXED, *grouped], "x-too-long": "it names files"})
     rules = schema["properties"]["accuracy"]["properties"]["recipes"]["propertyNames"]
-    rules["pattern"] = ACCURACY_KEY_PATTERN
+    # Not "unknown": baseline is a known recipe that this key may not name.
+    rules.update({"pattern": ACCURACY_KEY_PATTERN,
+                  "x-names": [*FAMILY_NAMES.values(), *FIXED[1:], *grouped]})
     return schema
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 
 from workflow.backends.proc import worker_main
+from workflow.models.flops import counted_forward
 from workflow.models.outputs import checked_outputs
 from workflow.models.registry import get_model, load_model_files
 from workflow.records.storage import atomic_writer, write_json
@@ -176,7 +177,8 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
         # A forward that returns no tensor (None from a forgotten `return`, a string)
         # fails here, the model's failure, before an empty reference agrees with an
         # empty output.
-        reference = tensor_leaves(checked_outputs(ref.module(*ref.inputs)))
+        outputs, flops = counted_forward(ref.module, ref.inputs, ref.flops)
+        reference = tensor_leaves(checked_outputs(outputs))
     inst = ref if spec["dtype"] == "f32" else model.build(
         spec["config"], spec["dtype"], spec["layers"], spec["shape"])
     fixed = make_buffers_persistent(inst.module)
@@ -201,7 +203,7 @@ def export_workload(spec: dict, mlir_path: str, inputs_path: str, reference_path
                    for x in inst.inputs],
         "outputs": [{"shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch.")}
                     for x in reference],
-        "flops": inst.flops,
+        "flops": flops,
         "parameters": int(sum(p.numel() for p in inst.module.parameters())),
         "buffers_made_persistent": fixed,
         "export_seconds": time.monotonic() - t0,

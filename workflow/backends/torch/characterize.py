@@ -23,6 +23,7 @@ from workflow.backends.torch.recipes import (
     parse,
 )
 from workflow.measure.cost import Cost
+from workflow.models.flops import counted_forward
 from workflow.models.registry import get_model, load_model_files, tolerance_for
 from workflow.records.storage import atomic_writer, write_text
 from workflow.stats.enums import Status
@@ -110,7 +111,7 @@ def characterized(case: dict, backend: dict, plan: dict,
         return {"status": Status.UNSUPPORTED, "reason": why}, None
     torch.set_num_threads(plan["threads"])
     with cost.phase("accuracy_s"):
-        reference = _reference_outputs(w)
+        reference, reference_flops = _reference_outputs(w)
     # The case's peak memory starts here (see the docstring).
     _reset_peak_memory(device)
     try:
@@ -133,20 +134,22 @@ def characterized(case: dict, backend: dict, plan: dict,
                               cuda=device.kind == "cuda")
     return {
         "status": Status.OK, "accuracy": accuracy, "memory": memory,
-        "first_run_ms": first_s * 1e3, "flops": prepared.flops,
+        "first_run_ms": first_s * 1e3, "flops": reference_flops,
         "compile_seconds": first_s if compiled else None,
         "profile": profile, "kernels": kernels, "device_capability": device.cuda_capability,
         **_gpu_details(device),
     }, prepared
 
 
-def _reference_outputs(w: dict) -> list:
-    """The fp32 eager module's outputs that the case's accuracy is measured against."""
+def _reference_outputs(w: dict) -> tuple[list, float | None]:
+    """The fp32 eager module's outputs that the case's accuracy is measured against, and
+    its FLOPs per call: the model's own figure, else counted in this call (models/flops)."""
     import torch
 
     ref = get_model(w["model"]).build(w["config"], "f32", w["layers"], w["shape"])
     with torch.no_grad():
-        return numpy_outputs(ref.module(*ref.inputs))
+        outputs, flops = counted_forward(ref.module, ref.inputs, ref.flops)
+        return numpy_outputs(outputs), flops
 
 
 def _reset_peak_memory(device: Device) -> None:
