@@ -10,6 +10,7 @@ suite was planned); report_iree.json another suite's real report (14 cases)."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import pty
 import re
@@ -361,3 +362,35 @@ def test_output_to_a_full_device_is_said_once_and_fails_the_run(tmp_path, mode):
                     "1"], err_text
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"{i}.txt"
                                                                     for i in range(4)]
+
+
+@pytest.mark.e2e
+def test_benchflow_ab_beside_another_suites_results_shows_its_own(tmp_path):
+    """`benchflow ab` started where another suite's results are: its suite works in
+    runs/pairs/, and the terminal shows the pair's row and that directory's reports,
+    never the other suite's cases (items 1 to 3 through the command, not only snakemake)."""
+    start = tmp_path / "start"
+    other = find(iree_report(), "host/iree/ln_linear_relu-16x32x64-f32/baseline")
+    write_json(start / paths.SUITE_MARKER, {"kind": MARKER_KIND, "suite_name": "other",
+                                            "configfiles": [str(start / "other.yaml")]})
+    write_json(start / paths.REPORT, iree_report())
+    fast = copy.deepcopy(FAST_MEASUREMENT)
+    suite = write_suite(tmp_path / "pairs.yaml", {
+        "suite_name": "pairs",
+        "skus": {"a": {"iree": {"target_cpu": "host", "device": "local-sync"},
+                       "measurement": fast},
+                 "b": {"iree": {"target_cpu": "host", "device": "local-sync"},
+                       "measurement": fast}},
+        "workloads": [{"model": "linear", "shapes": [[16, 32, 32]], "backends": ["iree"]}],
+        "ab_pairs": [{"base": "a", "new": "b"}],
+        "ab": {"max_rounds": 16, "budget_s": 20}})
+    proc = subprocess.run([str(Path(sys.executable).parent / "benchflow"), "ab",
+                           "--configfile", str(suite), "--cores", "2"],
+                          cwd=start, capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 3), out
+    assert "works in runs/pairs/" in out, out
+    assert re.search(r"^\S+ +a -> b  linear-16x32x32-f32", proc.stdout, re.M), out
+    assert other["id"] not in out and "14 cases" not in out, out
+    assert (start / "runs" / "pairs" / "results" / "ab.json").is_file()
+    assert json.loads((start / paths.REPORT).read_text()) == iree_report()  # untouched
