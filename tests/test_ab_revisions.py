@@ -67,13 +67,17 @@ def suite() -> dict:
             # 2-core machine measures steadily.
             "skus": {"sync": {"iree": {"target_cpu": "host", "device": "local-sync"},
                               "torch": {"threads": 1},
-                              "measurement": {**FAST_MEASUREMENT, "min_time_s": 0.02}}},
+                              "measurement": {**FAST_MEASUREMENT, "min_time_s": 0.02,
+                                              "torch_warmup_calls": 2, "torch_warmup_s": 0.02,
+                                              "torch_min_run_time_s": 0.05}}},
             "backends": ["iree", "torch-eager"],
             "workloads": [{"model": "widening", "shapes": [[64, 256]]},
                           {"model": "scaling", "shapes": [[32, 64]], "backends": ["iree"]},
                           {"model": "linear", "shapes": [[16, 32, 32]], "backends": ["iree"]}],
             "model_modules": ["models/widening.py", "models/scaling.py"],
-            "ab": {"margin": 0.05, "max_rounds": 160, "budget_s": 120}}
+            # Short torch blocks, one pair of workers: a x4 change decides in 8 rounds.
+            "ab": {"margin": 0.05, "max_rounds": 64, "budget_s": 60, "torch_block_s": 0.05,
+                   "torch_worker_rounds": 16}}
 
 
 def git(repo, *args) -> str:

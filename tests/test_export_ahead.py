@@ -22,8 +22,7 @@ from workflow.stages.iree_batch import batch_job
 from workflow.stages.plan import iree_batch_plan
 from workflow.suite.load import Workload, load
 
-WORKLOADS = [{"model": "linear", "shapes": [[8, 16, 16], [4, 8, 8]]},
-             {"model": "crashing_model"}]
+WORKLOADS = [{"model": "linear", "shapes": [[8, 16, 16]]}, {"model": "crashing_model"}]
 
 
 def test_exports_at_once_follow_the_cores_and_memory_covers_them():
@@ -45,7 +44,7 @@ def test_exports_at_once_follow_the_cores_and_memory_covers_them():
 
 @pytest.mark.tool
 def test_a_batch_exports_before_it_measures_and_a_crash_stays_its_case(tmp_path, monkeypatch):
-    """Three cases, two cores: every export is made before any case is timed, each case's
+    """Two cases, two cores: every export is made before any case is timed, each case's
     cost counts its own export, the crashing model's export is its failed case while
     the others are measured, and a second run reuses them all."""
     monkeypatch.chdir(tmp_path)
@@ -72,7 +71,7 @@ def test_a_batch_exports_before_it_measures_and_a_crash_stays_its_case(tmp_path,
     made = {w: os.stat(EXPORT_META.format(workload=w)).st_mtime_ns for w in first}
     timed = {w: os.stat(IREE_BASELINE_RUN_TIMING.format(sku="host", workload=w)).st_mtime_ns
              for w in first if first[w][1]["status"] == "ok"}
-    assert len(timed) == 2 and max(made.values()) < min(timed.values())
+    assert len(timed) == 1 and max(made.values()) < min(timed.values())
     for workload, (_, record) in first.items():
         log = Path(IREE_CASE_LOG.format(sku="host", workload=workload)).read_text()
         assert log.index("exporting (not exported yet)") < log.index("reused from"), log
