@@ -69,11 +69,19 @@ def suite() -> dict:
                               "torch": {"threads": 1},
                               "measurement": {**FAST_MEASUREMENT, "min_time_s": 0.02,
                                               "torch_warmup_calls": 2, "torch_warmup_s": 0.02,
-                                              "torch_min_run_time_s": 0.05}}},
+                                              "torch_min_run_time_s": 0.05}},
+                     # A GPU SKU on this CPU machine: compiled at both revisions, not timed.
+                     "gpu": {"iree": {"target_backend": "cuda", "target_chip": "sm_80",
+                                      "device": "cuda"},
+                             "measurement": dict(FAST_MEASUREMENT)}},
             "backends": ["iree", "torch-eager"],
-            "workloads": [{"model": "widening", "shapes": [[64, 256]]},
-                          {"model": "scaling", "shapes": [[32, 64]], "backends": ["iree"]},
-                          {"model": "linear", "shapes": [[16, 32, 32]], "backends": ["iree"]}],
+            "workloads": [{"model": "widening", "shapes": [[64, 256]], "skus": ["sync"]},
+                          {"model": "widening", "shapes": [[64, 256]], "skus": ["gpu"],
+                           "backends": ["iree"]},
+                          {"model": "scaling", "shapes": [[32, 64]], "backends": ["iree"],
+                           "skus": ["sync"]},
+                          {"model": "linear", "shapes": [[16, 32, 32]], "backends": ["iree"],
+                           "skus": ["sync"]}],
             "model_modules": ["models/widening.py", "models/scaling.py"],
             # Short torch blocks, one pair of workers: a x4 change decides in 8 rounds.
             "ab": {"margin": 0.05, "max_rounds": 64, "budget_s": 60, "torch_block_s": 0.05,
@@ -138,6 +146,8 @@ def test_a_branch_that_widens_a_model_is_a_regression_and_the_rest_is_listed(
     assert "models/widening.py" in rows[WIDENED_EAGER]["attribution"]["what_changed"]
     assert doc["same_module"] == [RENAMED_CASE]
     assert doc["unchanged"] == ["sync/iree/linear-16x32x32-f32/baseline"]
+    (gpu, ) = doc["compile_only"]  # compiled at both revisions, never a failure
+    assert gpu["case"] == "gpu/iree/widening-64x256-f32/baseline" and "cuda" in gpu["why"]
     assert doc["revisions"]["base"] == git(repo, "rev-parse", "main")
     lines = out.splitlines()
     assert lines[1].startswith(f"REGRESSION    {WIDENED}  x")
@@ -168,10 +178,10 @@ def test_two_commits_that_differ_in_a_notes_file_measure_nothing(repo, capsys, t
     took = time.monotonic() - start
     print(out, f"({took:.1f} s)")
     assert code == 0, out
-    assert out.splitlines()[-1] == ("ok: no regression; 0 changed case(s) measured, 4 with "
+    assert out.splitlines()[-1] == ("ok: no regression; 0 changed case(s) measured, 5 with "
                                     "unchanged inputs (not measured)")
     doc = json.loads((tmp_path / "results" / "ab.json").read_text())
-    assert doc["pairs"] == [] and len(doc["unchanged"]) == 4
+    assert doc["pairs"] == [] and len(doc["unchanged"]) == 5
 
 
 @pytest.mark.parametrize("what", ["unknown", "not-ancestor", "dirty", "invalid-suite",
@@ -262,7 +272,7 @@ def test_the_default_cache_is_outside_the_work_tree(repo, capsys, monkeypatch, t
 @pytest.mark.e2e
 def test_a_model_that_fails_at_one_revision_is_its_failed_case_and_the_rest_go_on(
         repo, capsys, tmp_path, monkeypatch):
-    """The new revision's widening model crashes when called: its IREE export and its
+    """The new revision's widening model crashes when called: its IREE exports and its
     torch worker fail there, each a failed row naming the revision; the renamed
     model's case is still compared (the same module: not measured)."""
     (repo / "models" / "widening.py").write_text(WIDENING.format(width=256).replace(
@@ -280,5 +290,7 @@ def test_a_model_that_fails_at_one_revision_is_its_failed_case_and_the_rest_go_o
     new = doc["revisions"]["new"]
     assert new in rows[WIDENED]["error"], rows[WIDENED]
     assert doc["same_module"] == [RENAMED_CASE]
-    assert out.splitlines()[-1].startswith("COULD NOT JUDGE: 2 changed case(s) could not be "
+    # The GPU SKU's case too: its export at the new revision crashed, before any device.
+    assert rows["gpu/iree/widening-64x256-f32/baseline"]["verdict"] == "failed"
+    assert out.splitlines()[-1].startswith("COULD NOT JUDGE: 3 changed case(s) could not be "
                                            "judged")

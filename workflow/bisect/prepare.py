@@ -136,8 +136,10 @@ def build(prepared: dict, out: Path) -> dict:
                               vmfb=str(vmfb), meta=str(vmfb.parent / "compile.json"), log=log)
     absent = compiled.ok and iree.device_absent_reason(prepared["sku"]["iree"]["device"])
     if absent or not compiled.ok:
+        # `absent`: compiled, but its device is not here (a GPU SKU on a CPU machine),
+        # which a whole-suite A/B lists as compiled only, as a report does.
         return {"failed": {"stage": "run" if absent else (compiled.failed_stage or "compile"),
-                           "error": absent or compiled.error}}
+                           "error": absent or compiled.error}, "absent": absent or None}
     dtypes = [i["dtype"] for i in read_json(files["meta"])["inputs"]]
     return {"vmfb": str(vmfb), "inputs": files["inputs"], "mlir": files["mlir"], "dtypes": dtypes,
             "compile_flags": iree.compile_flags(prepared["sku"]), "failed": None}

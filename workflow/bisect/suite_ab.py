@@ -93,7 +93,7 @@ def classify(base: dict, new: dict, pattern: str | None) -> dict:
     if pattern:
         ids = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
     out = {k: [] for k in ("unchanged", "added", "removed", "unsupported", "torch", "iree",
-                           "same_module")}
+                           "same_module", "compile_only")}
     for case_id in ids:
         b, n = base.get(case_id), new.get(case_id)
         if b is None or n is None:
@@ -129,6 +129,11 @@ def compare(revs: Revisions, cache: Path, *, pattern: str | None = None,
             if same_module(*sides):
                 sorted_["same_module"].append(case_id)
                 continue
+            if sides[0].get("absent") and sides[1].get("absent"):
+                # Compiled at both revisions for a device this machine lacks: nothing to
+                # time here, as the report's compile-only cases; never a failure.
+                sorted_["compile_only"].append({"case": case_id, "why": sides[1]["absent"]})
+                continue
             say(f"measuring {case_id} ({i} of {len(sorted_['iree'])}) ...")
             measured_at = now()
             step = measure_pair((revs.base, revs.new), sides, scale=1,
@@ -143,8 +148,8 @@ def compare(revs: Revisions, cache: Path, *, pattern: str | None = None,
            "config_hash": "", "generated_at": started.isoformat(timespec="seconds"),
            "revisions": {"repo": str(revs.repo), "suite": revs.suite, "base": revs.base,
                          "new": revs.new},
-           "pairs": rows, **{k: sorted_[k] for k in ("unchanged", "same_module", "added",
-                                                     "removed", "unsupported")},
+           "pairs": rows, **{k: sorted_[k] for k in ("unchanged", "same_module", "compile_only",
+                                                     "added", "removed", "unsupported")},
            "seconds": round((datetime.now(UTC) - started).total_seconds(), 1)}
     if keep is not None:
         doc["history"] = keep(steps)
@@ -231,6 +236,8 @@ def outcome(doc: dict, allow_inconclusive: bool = False) -> tuple[str, str]:
     if doc["same_module"]:
         parts.append(f"{len(doc['same_module'])} changed in source only (same module, "
                      "not measured)")
+    if doc["compile_only"]:
+        parts.append(f"{len(doc['compile_only'])} compiled only (device absent here)")
     parts += [f"{len(doc[k])} {k}" for k in ("added", "removed") if doc[k]]
     tail = ", ".join(parts)
     if count.get(ABVerdict.REGRESSION):
@@ -253,7 +260,7 @@ def keep_sides(revs: Revisions, suite: Path, store_config: dict, store: Path | N
     source = Source("commit", str(revs.repo), revs.suite, [revs.base, revs.new],
                     tree=lambda sha: sha, suite_dir=suite.resolve().parent)
 
-    def kept(steps: list) -> dict:
+    def kept(steps: list) -> dict | None:
         done = {"store": None, "ingested": [], "already": [], "runs": 0}
         for i, (step, built) in enumerate(steps):
             try:
@@ -263,12 +270,13 @@ def keep_sides(revs: Revisions, suite: Path, store_config: dict, store: Path | N
                 why = " ".join(exc.problems)
                 return {"error": why, "line": f"history: {why}; the sides were not kept"}
             if one.get("skipped"):
-                return {**one, "line": history_line(one)}
+                # Said where --store asked for it; a suite without a store hears nothing.
+                return {**one, "line": history_line(one)} if store is not None else None
             done.update(store=one["store"], runs=done["runs"] + one["runs"])
             done["ingested"] += one["ingested"]
             done["already"] += one["already"]
         if not steps:
-            return {**done, "line": "history: no IREE case was measured, nothing kept"}
+            return None
         return {**done, "line": history_line(done)}
     return kept
 

@@ -47,6 +47,8 @@ def text_lines(doc: dict) -> list[str]:
     if doc["same_module"]:
         lines.append("changed in source only, the same module built at both revisions, "
                      "not measured: " + ", ".join(doc["same_module"]))
+    for case in doc["compile_only"]:
+        lines.append(f"{'COMPILE-ONLY':<13} {case['case']}  not timed: {case['why']}")
     for kind in ("added", "removed", "unsupported"):
         if doc[kind]:
             lines.append(f"{kind}: " + ", ".join(doc[kind]))
@@ -81,16 +83,20 @@ def markdown(doc: dict) -> str:
                 lines += ["", f"**{md_text(row['case'])}** ({row['verdict']}):",
                           *(f"- {md_text(w)}" for w in why)]
         lines.append("")
-    others = len(rest) + len(doc["unchanged"]) + len(doc["same_module"])
+    others = (len(rest) + len(doc["unchanged"]) + len(doc["same_module"])
+              + len(doc["compile_only"]))
     if others:
         lines += ["<details><summary>" + md_text(
             f"{len(rest)} other measured, "
-            f"{len(doc['same_module']) + len(doc['unchanged'])} not measured case(s)")
+            f"{len(doc['same_module']) + len(doc['unchanged']) + len(doc['compile_only'])} "
+            "not measured case(s)")
             + "</summary>", ""]
         if rest:
             lines += [*_table(rest), ""]
         lines += [f"- same module at both revisions, not measured: {md_text(c)}"
                   for c in doc["same_module"]]
+        lines += [f"- compiled only, not timed: {md_text(c['case'])}: {md_text(c['why'])}"
+                  for c in doc["compile_only"]]
         lines += [f"- unchanged inputs, not measured: {md_text(c)}" for c in doc["unchanged"]]
         lines += ["", "</details>"]
     for kind in ("added", "removed", "unsupported"):
