@@ -8,6 +8,7 @@ exit 2, the work tree untouched."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -185,7 +186,7 @@ def test_two_commits_that_differ_in_a_notes_file_measure_nothing(repo, capsys, t
 
 
 @pytest.mark.parametrize("what", ["unknown", "not-ancestor", "dirty", "invalid-suite",
-                                  "output-of-a-suite", "store-not-a-store"])
+                                  "output-of-a-suite", "output-a-fifo", "store-not-a-store"])
 def test_malformed_revisions_are_one_line_and_exit_2(repo, capsys, tmp_path, monkeypatch,
                                                      what):
     monkeypatch.chdir(tmp_path)
@@ -204,6 +205,9 @@ def test_malformed_revisions_are_one_line_and_exit_2(repo, capsys, tmp_path, mon
     elif what == "output-of-a-suite":
         (tmp_path / "results").mkdir()
         (tmp_path / "results" / "ab.json").write_text('{"pairs": []}')
+    elif what == "output-a-fifo":  # read without blocking: only a regular file is read
+        (tmp_path / "results").mkdir()
+        os.mkfifo(tmp_path / "results" / "ab.json")
     extra = []
     if what == "store-not-a-store":
         (tmp_path / "store").write_text("a file\n")
@@ -217,6 +221,7 @@ def test_malformed_revisions_are_one_line_and_exit_2(repo, capsys, tmp_path, mon
                 "dirty": "uncommitted changes to 1 tracked file(s) (e.g. notes.txt)",
                 "invalid-suite": "the suite does not load",
                 "output-of-a-suite": "--output: holds something other than",
+                "output-a-fifo": "--output: holds something other than",
                 "store-not-a-store": str(tmp_path / "store")}[what]
     assert expected in err, err
     assert git(repo, "status", "--porcelain") == status

@@ -158,18 +158,23 @@ def run_revisions(args: argparse.Namespace) -> int:
 def _check_output(path: Path) -> None:
     """--output is refused before anything is measured when it holds something other
     than an earlier two-revision comparison (a suite's own ab.json from its ab_pairs,
-    which Snakemake made and would make again, or any other file)."""
+    which Snakemake made and would make again, or any other file). Read as any file
+    from outside: a regular file only, capped, bytes decoded with replacement."""
     import json
 
     from workflow.errors import ConfigError
+    from workflow.files import read_bytes
+    from workflow.records.storage import MAX_JSON_BYTES
 
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return
-    try:
-        earlier = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
-        earlier = None
-    if not (path.is_file() and isinstance(earlier, dict) and "revisions" in earlier):
-        raise ConfigError([f"{path}: --output: holds something other than a two-revision "
+    refused = ConfigError([f"{path}: --output: holds something other than a two-revision "
                            "comparison (e.g. the suite's own ab_pairs rows); expected a new "
                            "path or an earlier `benchflow ab --base --new` output"])
+    try:
+        earlier = json.loads(read_bytes(path, cap=MAX_JSON_BYTES, what="a JSON file")
+                             .decode("utf-8", errors="replace"))
+    except (ConfigError, ValueError):
+        raise refused from None
+    if not (isinstance(earlier, dict) and "revisions" in earlier):
+        raise refused

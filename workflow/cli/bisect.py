@@ -28,10 +28,6 @@ def default_cache() -> Path:
     return cache_dir() / "bisect"
 
 
-# Asked again at each run (run()): the environment may name another cache by then.
-DEFAULT_CACHE = default_cache()
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser("bisect", help="the first commit or release at which a case changed, "
                                       "by paired A/B steps; exit 1 when one is found, 0 when "
@@ -50,7 +46,7 @@ def add_parser(sub) -> None:
     p.add_argument("--cache", type=Path,
                    help="the revisions' trees and builds, reused (default: bisect/ in the "
                         "user's benchflow cache, $BENCHFLOW_CACHE_DIR or "
-                        f"$XDG_CACHE_HOME/benchflow; here {DEFAULT_CACHE})")
+                        f"$XDG_CACHE_HOME/benchflow; here {default_cache()})")
     p.add_argument("--store", type=Path,
                    help="keep each step's two measurements in this history store, each "
                         "under its revision (made when absent, as `benchflow history "

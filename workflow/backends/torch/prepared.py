@@ -63,7 +63,6 @@ class Prepared:
         dev = "cuda" if device.kind == "cuda" else "cpu"
         with cost.phase("build_s"):
             inst = model.build(w["config"], w["dtype"], w["layers"], w["shape"])
-            self.flops = inst.flops
             self.module = inst.module.to(dev)
             self.inputs = tuple(x.to(dev) for x in inst.inputs)
         self.pad = None  # fresh_buffers' allocation, kept while its inputs live
