@@ -47,7 +47,7 @@ check: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=15
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=40
 	$(BIN)/pytest -q -m quiet --durations=5
 	$(BIN)/pytest -q -m slurm
 

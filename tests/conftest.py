@@ -111,3 +111,26 @@ def pytest_runtest_makereport(item, call):
                            f"markers {PROCESS_MARKERS}: mark it; it started "
                            + "; ".join(_RUNNING["started"]))
     return report
+
+
+# How much a test file costs, by the heaviest marker one of its tests carries: a file
+# that runs Snakemake costs seconds to minutes, one that starts a tool seconds, the rest
+# milliseconds.
+_FILE_COST = (("e2e", 0), ("slurm", 0), ("quiet", 0), ("browser", 1), ("tool", 1))
+
+
+def _file_cost(items) -> int:
+    names = {m.name for item in items for m in item.iter_markers()}
+    return min((rank for marker, rank in _FILE_COST if marker in names), default=2)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The costly files first (a stable sort: each file's tests keep their order). With
+    `-n 2 --dist loadfile` a worker takes the next file when it is free, so a costly file
+    left for the end runs alone while the other worker idles: cheap files last fill in
+    (longest-processing-time-first scheduling)."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    cost = {name: _file_cost(group) for name, group in files.items()}
+    items[:] = [item for name in sorted(files, key=cost.__getitem__) for item in files[name]]

@@ -149,3 +149,11 @@ def test_dashboard_rows_carry_the_flag_and_the_basis(report):
         "unit": "x", "basis": "cross-run",
         "base_case_id": "host/torch-inductor/linear-64x64x64-f32/baseline",
         "base_measured_at": INDUCTOR_AT, "case_measured_at": INDUCTOR_AT}
+
+
+def test_html_highlights_the_disturbed_count_only_when_there_are_some():
+    """A clean run's `0 disturbed` is plain text: the orange badge is kept for a count a
+    reader must act on."""
+    page = html.render(torch_report(), PEAK)
+    assert "<span>0 disturbed</span>" in page and "flag-disturbed" not in page.split(
+        "</style>", 1)[1]

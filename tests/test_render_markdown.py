@@ -51,7 +51,10 @@ def test_failures_and_regressions_are_summarised_first():
     firsts = [r[STATUS] for r in rows[:5]]
     assert firsts[:2] == ["🚧 degraded", "🚧 degraded"]  # the two regressions
     assert firsts[2:4] == ["✘ failed (compile)"] * 2 and firsts[4] == "🚧 degraded"
-    assert "regression ×1.300" in rows[0][-1] or "regression ×1.300" in rows[1][-1]
+    # The golden verdict stands beside the status, not off to the right of the table.
+    golden = COL["Golden verdict"]
+    assert golden == STATUS + 1
+    assert "regression ×1.300" in rows[0][golden] or "regression ×1.300" in rows[1][golden]
 
 
 def test_backend_ms_carries_its_interval_and_every_column_is_explained():

@@ -41,6 +41,12 @@ COLUMNS = (
                "⚠ disturbed after any of them: other processes took the CPUs while its "
                "kept invocations ran, after the retakes the budget allowed (listed under "
                "Disturbed with the reason): its time is partly the load's."),
+    ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
+                       "inconclusive or no-golden, with median / golden ratio; dispatch-count "
+                       "and size verdicts when they are not pass; then `detects ≥×R`, the "
+                       "smallest slowdown the gate would have caught with 80 % power at this "
+                       "case's noise (`timing.mde_ratio`): a pass says nothing about smaller "
+                       "changes."),
     ("Aten ops before (unique)", "aten ops in the exported graph before any lowering; in "
                                  "parentheses the number of distinct ops."),
     ("IREE dispatches", "dispatches in the compiled IREE module (IREE cases only)."),
@@ -63,12 +69,6 @@ COLUMNS = (
                 "in one A/B job, with the 95% interval of the speedup."),
     ("Accuracy (PCC)", "Pearson correlation of the outputs with the fp32 eager reference "
                        "(1 is identical)."),
-    ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
-                       "inconclusive or no-golden, with median / golden ratio; dispatch-count "
-                       "and size verdicts when they are not pass; then `detects ≥×R`, the "
-                       "smallest slowdown the gate would have caught with 80 % power at this "
-                       "case's noise (`timing.mde_ratio`): a pass says nothing about smaller "
-                       "changes."),
 )
 
 
@@ -112,10 +112,9 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
            else c.fmt(c.section(case, "accuracy").get("pcc"), ".6f"))
     return [case["model"], case["config"], case["dtype"], c.shape_text(case),
             case["backend"], case["recipe"], case["mode"], case["sku"], status_cell(case),
-            ops, c.fmt(comp.get("dispatch_count")), c.fmt(comp.get("seconds"), ".3g"),
-            c.fmt(index.eager_ms(case)), timing, c.cv_text(case),
-            c.speedup_text(case, "vs_eager"),
-            pcc, c.verdict_text(case) + mde_text(case)]
+            c.verdict_text(case) + mde_text(case), ops, c.fmt(comp.get("dispatch_count")),
+            c.fmt(comp.get("seconds"), ".3g"), c.fmt(index.eager_ms(case)), timing,
+            c.cv_text(case), c.speedup_text(case, "vs_eager"), pcc]
 
 
 def mde_text(case: dict) -> str:
