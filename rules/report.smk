@@ -7,6 +7,7 @@ from workflow.stages.plan import (
     bench_case_paths,
     bench_skipped_plan,
     report_golden_inputs,
+    report_notes,
     report_records,
     speedup_ab_rows,
     unsupported_plan,
@@ -43,6 +44,8 @@ rule report:
         suite_name=SUITE_DIR.identity.report_name(SUITE.config["suite_name"]),
         config_hash=SUITE.config_hash(),
         config_source=SUITE.source,
+        # What the suite changed of its files' settings (a torchao_device override).
+        notes=report_notes(SUITE),
         unsupported=unsupported_plan(SUITE),
         # Benchmark files that cannot run here: skipped cases, with their reasons.
         skipped=bench_skipped_plan(BENCH),

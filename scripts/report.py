@@ -22,4 +22,5 @@ with open(snakemake.log[0], "w") as log, contextlib.redirect_stdout(log):
         suite_name=snakemake.params.suite_name,
         config_hash=snakemake.params.config_hash,
         config_source=snakemake.params.config_source,
+        notes=snakemake.params.notes,
     )

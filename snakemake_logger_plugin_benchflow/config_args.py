@@ -1,6 +1,6 @@
 """The `--config` overrides on Snakemake's command line that Snakemake itself would refuse
-with a traceback (its cli.parse_config raises ValueError, printed whole), said in one line
-before it parses them.
+with a traceback (its cli.parse_config raises ValueError, printed whole), and the
+`--configfile` files that would block it (a FIFO), said in one line before it parses them.
 
 This runs from the plugin's import, the only benchflow code Snakemake loads before it
 parses its arguments (the logger plugins are imported while the argument parser is
@@ -37,25 +37,31 @@ def is_snakemake_cli(argv0: str) -> bool:
             or argv0.replace(os.sep, "/").endswith("snakemake/__main__.py"))
 
 
-def config_entries(argv: list[str]) -> list[str]:
-    """The --config / -C entries of a command line as argparse collects them: every word
-    after the flag up to the next option (nargs="*"), or the value joined to it
-    (`--config=a=1`, `-Ca=1`)."""
+def flag_values(argv: list[str], flags: tuple[str, ...], short: str | None = None) -> list[str]:
+    """The values of a list-taking option as argparse collects them: every word after one
+    of `flags` up to the next option (nargs), or the value joined to it (`--flag=v`, and
+    for a `short` flag `-Cv` / `-C=v`)."""
     entries, inside = [], False
     for word in argv:
-        if word in FLAGS:
+        flag, eq, joined = word.partition("=")
+        if word in flags:
             inside = True
-        elif word.startswith("--config="):
-            entries.append(word.removeprefix("--config="))
+        elif eq and flag in flags and flag.startswith("--"):
+            entries.append(joined)
             inside = False
-        elif word.startswith("-C") and not word.startswith("--"):
-            entries.append(word.removeprefix("-C").removeprefix("="))
+        elif short and word.startswith(short) and not word.startswith("--"):
+            entries.append(word.removeprefix(short).removeprefix("="))
             inside = False
         elif word.startswith("-"):
             inside = False
         elif inside:
             entries.append(word)
     return entries
+
+
+def config_entries(argv: list[str]) -> list[str]:
+    """The --config / -C entries of a command line (nargs="*": `--config=a=1`, `-Ca=1`)."""
+    return flag_values(argv, FLAGS, short="-C")
 
 
 def _nested_example(key: str, value: str) -> str:
@@ -92,12 +98,38 @@ def config_problems(argv: list[str]) -> list[str]:
     return [p for p in map(entry_problem, config_entries(argv)) if p is not None]
 
 
+CONFIGFILE_FLAGS = ("--configfile", "--configfiles")
+
+
+def configfile_entries(argv: list[str]) -> list[str]:
+    """The --configfile paths of a command line (nargs="+", or `--configfile=PATH`)."""
+    return flag_values(argv, CONFIGFILE_FLAGS)
+
+
+def configfile_problems(argv: list[str]) -> list[str]:
+    """A --configfile that is there and no regular file (a FIFO, a device, a directory,
+    a socket, a link loop): Snakemake opens and reads each one while it parses its
+    arguments, before the Snakefile runs, and a FIFO with no writer blocks it until it
+    is killed (/dev/zero fills its memory). Judged by files.file_problem, which opens
+    nothing; one that does not exist is left to Snakemake, which says so itself."""
+    from workflow.files import file_problem
+
+    out = []
+    for entry in configfile_entries(argv):
+        problem = file_problem(entry)
+        if problem is not None and problem != "does not exist":
+            out.append(f"--configfile {printable(entry)}: {problem}; expected a suite file "
+                       "(YAML or JSON)")
+    return out
+
+
 def refuse_bad_config(argv: list[str]) -> None:
     """Ends Snakemake's command line (exit 2, a line per entry) when one of its --config
-    entries would end it with a traceback; does nothing for any other process."""
+    entries would end it with a traceback, or one of its --configfile files would block
+    it; does nothing for any other process."""
     if not argv or not is_snakemake_cli(argv[0]):
         return
-    problems = config_problems(argv[1:])
+    problems = config_problems(argv[1:]) + configfile_problems(argv[1:])
     if problems:
         for line in problems:
             print(line, file=sys.stderr)

@@ -340,8 +340,9 @@ def test_a_dashboard_row_of_an_iree_gpu_case_names_its_gpu():
 def test_snakemake_records_auto_cases_in_the_report(tmp_path):
     """The whole workflow with an auto SKU: without a GPU the report holds the case as
     unsupported with the reason; with one (nvidia-smi's stand-in: an H100, and no cuda
-    device in IREE's runtime here) a rerun of the batch compiles for the chip chosen
-    there and the report's case says which, for which GPU, and why."""
+    device in IREE's runtime here) the batch reruns by itself and compiles for the chip
+    chosen there, and again on an A100: the report's case says which, for which GPU, and
+    why."""
     import os
 
     from tests.conftest import snakemake
@@ -355,13 +356,30 @@ def test_snakemake_records_auto_cases_in_the_report(tmp_path):
     assert case["error"] == (f"target_chip 'auto': no NVIDIA GPU here: "
                              f"${gpu_chip.FAKE_GPUS_ENV} lists no GPU")
     assert case["provenance"]["target_chip"]["chip"] is None
-    # The machine is not in the batch's params (they are planned where the suite is
-    # loaded): a forced rerun is what measures there.
+    # The GPUs listed where the run is planned are in the batch's content param (issue
+    # 47): another machine's answer reruns it, no --forcerun.
     snakemake(tmp_path, "results/report.json", "--configfile", suite,
-              "--forcerun", "iree_batch", env={**os.environ, gpu_chip.FAKE_GPUS_ENV: H100})
+              env={**os.environ, gpu_chip.FAKE_GPUS_ENV: H100})
     (case,) = json.loads(report.read_text())["cases"]
     chip = gpu_chip.choose_auto_chip("cuda", gpu(H100)).chip
     assert case["status"] == "compile-only", case["error"]
     assert case["provenance"]["target_chip"]["chip"] == chip
     assert case["provenance"]["target_chip"]["gpu"] == "NVIDIA H100 80GB HBM3"
     assert f"--iree-cuda-target={chip}" in case["compile"]["flags"]
+    # Then an A100, as a real nvidia-smi on PATH (a script printing its answer) tells it,
+    # warning line included: rebuilt for sm_80, which the record names.
+    bin_dir = tmp_path / "a100-bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(
+        "#!/bin/sh\necho 'WARNING: infoROM is corrupted at gpu 0000:00:04.0'\n"
+        f"echo '{A100}'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != gpu_chip.FAKE_GPUS_ENV}
+    proc = snakemake(tmp_path, "results/report.json", "--configfile", suite,
+                     env={**env, "PATH": f"{bin_dir}:{env['PATH']}"})
+    assert "Nothing to be done" not in proc.stdout + proc.stderr
+    (case,) = json.loads(report.read_text())["cases"]
+    assert case["status"] == "compile-only", case["error"]
+    assert case["provenance"]["target_chip"]["chip"] == "sm_80"
+    assert case["provenance"]["target_chip"]["gpu"] == "NVIDIA A100-SXM4-80GB"
+    assert "--iree-cuda-target=sm_80" in case["compile"]["flags"]

@@ -180,3 +180,21 @@ def test_detect_without_a_store_or_with_too_few_runs(tmp_path, capsys, nights):
     history(capsys, "ingest", *map(str, paths[:2]), "--store", store)
     code, out = history(capsys, "detect", "--store", store)
     assert code == 3 and "NOT JUDGED" in out, out
+
+
+def test_detect_since_after_every_run_judged_nothing(tmp_path, capsys, nights):
+    """Issue 47: a --since later than every run leaves nothing to judge: exit 3 (could
+    not judge), never the 0 of "passed"."""
+    paths, _ = nights
+    store = str(tmp_path / "store")
+    code, out = history(capsys, "ingest", *map(str, paths), "--store", store)
+    assert code == 0 and "10 run(s) ingested" in out, out
+    code, out = history(capsys, "detect", "--store", store, "--since", "2099-01-01")
+    assert code == 3, out
+    assert "0 series judged: no run at or after --since 2099-01-01 (the latest is run " in out
+    code, out = history(capsys, "detect", "--store", store, "--since", "2099-01-01",
+                        "--format", "json")
+    assert code == 3 and json.loads(out)["outcome"] == "could-not-judge", out
+    # A --since at the last run still judges it.
+    code, out = history(capsys, "detect", "--store", store, "--since", "2026-10-10")
+    assert code == 0, out

@@ -107,7 +107,7 @@ def test_ingest_twice_adds_nothing(store):
     assert got["ingested"] == [first.run_id] and got["already"] == [first.run_id]
     assert got["rows"] == len(first.rows) == count(store)
     second = ingest.ingest(store, [first], META, env={})
-    assert second == {"ingested": [], "already": [first.run_id], "rows": 0}
+    assert second == {"ingested": [], "already": [first.run_id], "empty": [], "rows": 0}
     assert count(store) == len(first.rows)
     listed = query.runs(store)
     assert [(r["run_id"], r["rows"], r["source"]) for r in listed] == \

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_outside_names import fill, mount_tmpfs, unmount
 from workflow.cli.main import main
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -82,6 +83,45 @@ CASES = [
      "line 2: model_inference_time_in_ms: '-2.0' is negative"),
     ("history-forge-future", "a Forge entry dated 2099-01-01",
      "entries[0].date: 4070908800 is in the future"),
+    # Issue 47, family 1: the store on a full disk (a real tmpfs, filled), and a table
+    # definition chdb cannot start on. Each is refused, the store left as it was.
+    ("history-full-disk", "`history ingest` into a store whose file system is full (an "
+     "8 MiB tmpfs, filled)", "history store: not enough space on its file system"),
+    ("history-remove-full-disk", "`history remove` of a run from a store whose file system "
+     "is full", "history store: not enough space on its file system"),
+    ("history-repair-full-disk", "`history repair` of a damaged store whose file system is "
+     "full", "history store: not enough space on its file system"),
+    ("history-tiny-fs", "`history ingest` making a new store on a 512 KiB tmpfs (chdb: "
+     "Cannot reserve 1.00 MiB); the directory is not left behind",
+     "history store: not enough space on its file system ("),
+    ("history-empty-table-sql", "a store whose table definition a full disk left at 0 "
+     "bytes", "damaged: the table's metadata file metadata/benchmark/oss_ci_benchmark_v3.sql "
+     "is empty"),
+    ("history-foreign-table-sql", "a store whose table definition is other text",
+     "oss_ci_benchmark_v3.sql is not the table's definition chdb writes"),
+    ("history-unparsable-table-sql", "a store whose table definition chdb cannot parse",
+     "damaged: chdb cannot open it (Cannot parse uuid x"),
+    ("history-repair-nothing", "`history repair` of a store none of whose data parts "
+     "survive", "nothing to rebuild it from: no data part survives"),
+    # Issue 47, family 2: queries and imported values.
+    ("history-long-glob", "`history show` with a 90 KB glob",
+     "CASE|GLOB: 90000 characters; expected at most 4096"),
+    ("history-long-run-id", "`history remove` of a 90 KB run id",
+     "RUN_ID: 90000 characters; expected at most 4096"),
+    ("history-v3-list-name", "a v3 model.name given as a list",
+     'records[0].model.name: ["a", "b"] is a list; expected a string'),
+    ("history-v3-origins-text", 'a v3 model.origins given as "notalist"',
+     'records[0].model.origins: "notalist" is a string; expected a list'),
+    ("history-v3-model-text", 'a v3 model given as "resnet"',
+     'records[0].model: "resnet" is a string; expected an object'),
+    ("history-v3-text-value", 'a v3 benchmark_values entry "fast"',
+     'records[0].metric.benchmark_values[0]: "fast" is a string; expected a number'),
+    ("history-forge-list-model", "a Forge entry whose args.model is a list",
+     'entries[0].args.model: ["m"] is a list; expected a string'),
+    ("history-html-full-disk", "`history html -o` onto a full 16 KiB tmpfs",
+     "h.html: No space left on device; expected -o in a writable directory with room"),
+    ("history-nothing-ingestible", "a report whose every case failed (exit 3, no store "
+     "made)", "nothing ingestible: 2 case(s), none with a finite value"),
 ]
 
 
@@ -212,7 +252,84 @@ MAKE = {
         "total_time": 1.0, "total_samples": 8, "samples_per_sec": 8.0,
         "args": {"model": "m", "microbatch": 1}, "arch": "wormhole",
         "machine_name": "h", "hash": "a" * 40, "date": "2099-01-01"}]).encode())),
+    "history-full-disk": lambda tmp: _on_tmpfs(tmp, "8m", full=True),
+    "history-remove-full-disk": lambda tmp: _on_tmpfs(tmp, "8m", full=True,
+                                                      verb=["remove", "e7608c6f76dba97b"]),
+    "history-repair-full-disk": lambda tmp: _on_tmpfs(tmp, "8m", full=True,
+                                                      verb=["repair"], damage=True),
+    "history-tiny-fs": lambda tmp: _on_tmpfs(tmp, "512k", full=False),
+    "history-empty-table-sql": _on_store("ingest", lambda s: _table_sql(s).write_text("")),
+    "history-foreign-table-sql": _on_store("show", lambda s: _table_sql(s).write_text(
+        "CREATE TABLE t (x UInt8) ENGINE = Memory\n")),
+    "history-unparsable-table-sql": _on_store("detect", lambda s: _table_sql(s).write_text(
+        "ATTACH TABLE _ UUID 'x'\n(\n    `x` UInt8\n)\nENGINE = MergeTree\n"), 2),
+    "history-repair-nothing": _on_store("repair", lambda s: (
+        _table_sql(s).write_text(""), shutil.rmtree(_part(s)))),
+    "history-long-glob": _on_store("show", None, 1, "a*" * 45_000),
+    "history-long-run-id": _on_store("remove", None, 1, "f" * 90_000),
+    "history-v3-list-name": _v3("v3.json", model__name=["a", "b"]),
+    "history-v3-origins-text": _v3("v3.json", model__origins="notalist"),
+    "history-v3-model-text": _v3("v3.json", model="resnet"),
+    "history-v3-text-value": _v3("v3.json", metric__benchmark_values=["fast"]),
+    "history-forge-list-model": _ingest(_write("forge.json", json.dumps([{
+        "total_time": 1.0, "total_samples": 8, "samples_per_sec": 8.0,
+        "args": {"model": ["m"], "microbatch": 1}, "arch": "wormhole",
+        "machine_name": "h", "hash": "a" * 40, "date": "2025-01-01"}]).encode())),
+    "history-html-full-disk": lambda tmp: _html_on_tmpfs(tmp),
+    "history-nothing-ingestible": lambda tmp: (3, ["ingest", str(_all_failed(tmp)),
+                                                   "--store", str(tmp / "store")]),
 }
+
+
+def _table_sql(store: Path) -> Path:
+    (sql,) = store.glob("store/*/*/oss_ci_benchmark_v3.sql")
+    return sql
+
+
+def _all_failed(tmp: Path) -> Path:
+    report = json.loads((DATA / "report_iree.json").read_text())
+    report["cases"] = [c for c in report["cases"] if c["status"] == "failed"]
+    path = tmp / "failed.json"
+    path.write_text(json.dumps(report))
+    return path
+
+
+# tmpfs mounted by a case's maker, unmounted after its test (_unmount_after).
+MOUNTS: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _unmount_after():
+    yield
+    while MOUNTS:
+        unmount(MOUNTS.pop())
+
+
+def _on_tmpfs(tmp: Path, size: str, *, full: bool, verb: list[str] | None = None,
+              damage: bool = False) -> tuple[int, list[str]]:
+    """`history ingest` (or `verb`) with a store on a real tmpfs of `size` (the fault
+    tests' own, tests/test_outside_names.mount_tmpfs; skipped where this process may not
+    mount): with `full`, a store holding one run (its table's definition emptied, with
+    `damage`) on a file system then filled to the last byte; else a new store."""
+    where = mount_tmpfs(tmp / "mnt", size=size)
+    MOUNTS.append(where)
+    store = where / "store"
+    if full:
+        assert main(["history", "ingest", str(DATA / "report_iree.json"), "--store",
+                     str(store)]) == 0
+        if damage:
+            _table_sql(store).write_text("")
+        fill(where)
+    if verb:
+        return 1, [*verb, "--store", str(store)]
+    return 1, ["ingest", str(DATA / "report_torch.json"), "--store", str(store)]
+
+
+def _html_on_tmpfs(tmp: Path) -> tuple[int, list[str]]:
+    store = _store(tmp)
+    where = mount_tmpfs(tmp / "mnt", size="16k")
+    MOUNTS.append(where)
+    return 1, ["html", "-o", str(where / "h.html"), "--store", str(store)]
 
 
 def _tree(tmp: Path) -> dict[str, int]:

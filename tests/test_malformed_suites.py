@@ -180,6 +180,18 @@ CASES = [
      "matrix_shapes[0].min_power: expected at least 1 for pow2_extended"),
     ("torchao-power-21", "a power above 20", MP % "pow2, max_power: 21",
      "matrix_shapes[0].max_power: expected maximum 20"),
+    ("torchao-device-override", "a torchao_device (`--config torchao_device=tpu`)",
+     "model_params: [{name: a}]\ntorchao_device: tpu\n",
+     "torchao_device: expected cpu, cuda, mps or xpu (the device every model_params entry "
+     "then runs on), or null, got 'tpu'"),
+    ("torchao-device-no-entries", "torchao_device in a suite without torchao entries",
+     W + "torchao_device: cpu\n",
+     "torchao_device: 'cpu' given to a suite without torchao model_params entries; expected "
+     "a torchao microbenchmark file"),
+    ("sku-named-for-another-device", "a torchao cpu entry and the file's one SKU named cuda",
+     "skus: {cuda: {}}\nmodel_params: [{name: a, device: cpu}]\n",
+     "model_params[0].device: its cpu torch cases would be measured and reported under SKU "
+     "'cuda', whose name says cuda; expected SKUs named for where their cases run"),
     # --- size of the expansion -----------------------------------------------------------
     ("max-cases", "a sweep of powers 0..20 (9,261 shapes, up to 2^20)",
      MP % "sweep, min_power: 0, max_power: 20",

@@ -181,6 +181,9 @@ SKIPPED_YAML: dict[str, str] = {
                                           "(tests/test_ci_recipes.py runs its steps)",
     "benchmarks:\n  rules:": "a GitLab CI job, not a suite (tests/test_ci_recipes.py runs "
                             "its script)",
+    "test_files: iree-test-suites/torch_models/examples":
+        "selects the tests of an iree-test-suites checkout, absent here; "
+        "tests/test_torch_models_e2e.py runs the same keys",
     "dir: iree-test-suites/sharktank_models/benchmarks":
         "selects the files of an iree-test-suites checkout, absent here; validate checks "
         "them as a run does (issue 23)",

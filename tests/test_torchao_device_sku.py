@@ -1,6 +1,7 @@
 """A torchao file without `skus` measures each entry on a SKU named after its device
 (issue 35, item 2): `device: cuda` entries on `cuda`, CPU entries on `cpu-host`, a file
-mixing devices on both; a file that names its own SKUs keeps them for every entry."""
+mixing devices on both; a file that names its own SKUs keeps them for every entry, but
+never files an entry's cases under a SKU named for another device (issue 46, item 2)."""
 
 from __future__ import annotations
 
@@ -62,10 +63,70 @@ def test_a_cpu_file_stays_on_cpu_host():
 
 def test_a_file_naming_its_skus_runs_every_entry_on_each(tmp_path):
     data = yaml.safe_load(MIXED_FILE.read_text())
-    data["skus"] = {"box": {"torch": {"threads": 1}}, "cpu-host": {}}
+    data["skus"] = {"box": {"torch": {"threads": 1}}, "lab": {}}
     suite = load([write_suite(tmp_path / "own.yml", data)])
     for workload in {c.workload.id for c in suite.cases}:
-        assert {c.sku for c in suite.cases if c.workload.id == workload} == {"box", "cpu-host"}
+        assert {c.sku for c in suite.cases if c.workload.id == workload} == {"box", "lab"}
+
+
+# Issue 46, item 2: a SKU's name never decides a device, and never misfiles one. An
+# entry's torch cases run on its own device; a SKU named for another device (the names
+# device_sku gives) would report them, and send them to the dashboard, as that device's.
+def test_a_cpu_entry_is_never_filed_under_a_sku_named_cuda(tmp_path):
+    data = yaml.safe_load(MIXED_FILE.read_text())
+    data["skus"] = {"cuda": {"torch": {"threads": 1}}}
+    path = write_suite(tmp_path / "t.yml", data)
+    with pytest.raises(ConfigError) as err:
+        load([path])
+    (line,) = err.value.problems  # only the cpu entry, model_params[2]
+    assert line == (f"{path}: model_params[2].device: its cpu torch cases would be measured "
+                    "and reported under SKU 'cuda', whose name says cuda; expected SKUs named "
+                    "for where their cases run: add a SKU cpu-host to the file's skus for its "
+                    "cpu entries, or rename SKU 'cuda' (e.g. after the machine)")
+    # Either fix: a SKU for the CPU entries (each entry then on its own device's SKU) ...
+    data["skus"]["cpu-host"] = {}
+    suite = load([write_suite(tmp_path / "t.yml", data)])
+    assert {(c.sku, c.workload.device) for c in suite.cases} == {("cuda", "cuda"),
+                                                                  ("cpu-host", "cpu")}
+    # ... or a name that claims no device, which holds every entry, each on its device.
+    data["skus"] = {"h100-box": {}}
+    suite = load([write_suite(tmp_path / "t.yml", data)])
+    assert {c.workload.device for c in suite.cases if c.sku == "h100-box"} == {"cpu", "cuda"}
+
+
+@pytest.mark.parametrize("skus, workload, bad", [
+    # A workload crossing every SKU: its torch cases on cuda (cpu) are misfiled.
+    ({"cpu-host": {}, "cuda": {}}, {"backends": ["torch-eager"]}, "'cuda', whose name says cuda"),
+    # A cuda workload on the default suite's cpu-host.
+    ({"cpu-host": {}}, {"backends": ["torch-eager"], "device": "cuda"},
+     "'cpu-host', whose name says cpu"),
+    ({"mps": {}}, {"backends": ["iree", "torch-eager"], "skus": ["mps"]},
+     "'mps', whose name says mps"),
+])
+def test_a_workloads_torch_cases_are_never_filed_under_another_devices_name(
+        tmp_path, skus, workload, bad):
+    data = {"skus": skus, "workloads": [{"model": "linear", "shapes": [[16, 32, 32]],
+                                         **workload}]}
+    with pytest.raises(ConfigError) as err:
+        load([write_suite(tmp_path / "s.yml", data)])
+    (line,) = err.value.problems
+    assert "workloads[0].skus: its " in line and f"under SKU {bad}" in line
+    assert "list the entry's skus without" in line
+
+
+@pytest.mark.parametrize("skus, workload", [
+    # IREE cases run where the SKU's iree section says, whatever the workload's device.
+    ({"cuda": {"iree": {"target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}},
+     {"backends": ["iree"]}),
+    ({"cpu-host": {}}, {"backends": ["iree"], "device": "cuda"}),
+    # Names that claim no device hold every device's cases.
+    ({"gpu": {}, "host": {}}, {"backends": ["torch-eager"], "device": "cuda"}),
+    ({"cuda": {}}, {"backends": ["torch-eager"], "device": "cuda"}),
+])
+def test_names_that_agree_or_claim_nothing_are_fine(tmp_path, skus, workload):
+    data = {"skus": skus, "workloads": [{"model": "linear", "shapes": [[16, 32, 32]],
+                                         **workload}]}
+    assert load([write_suite(tmp_path / "s.yml", data)]).cases
 
 
 @pytest.mark.parametrize("params, skus", [

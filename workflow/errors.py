@@ -106,3 +106,13 @@ def failure_reason(output: str, tool: str | None = None, last_line: bool = True)
 
 def _clip(line: str) -> str:
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
+
+
+def capped(text: str, limit: int = REASON_CHARS) -> str:
+    """`text` from a tool, cut to `limit` characters where longer, saying so: what a tool
+    prints enters case records and every report made from them, and one runaway line (a
+    1 MiB nvidia-smi line) must not make a 5 MB record. The note names the whole length,
+    so a reader knows the text is not all there."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text)} characters in all]"

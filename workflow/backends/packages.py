@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -34,6 +35,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from workflow.backends.output import MACHINE_ERRNOS, machine_fault
 from workflow.backends.proc import Timeout, capture
 from workflow.errors import ConfigError
 from workflow.files import read_bytes
@@ -57,10 +59,22 @@ CONSTRAINTS = REPO_ROOT / "constraints.txt"
 MARKER = ".benchflow-env.json"
 LAYER_PTH = "zz-benchflow-project.pth"  # read after the env's own .pth files
 INSTALL_LOG = "install.log"
+# An index that accepts the connection and never answers must not cost minutes of
+# silence: each of pip's requests waits at most this long for a byte (pip's `--timeout`,
+# $BENCHFLOW_PIP_TIMEOUT_S to change it) and is tried RETRIES times more. At least one
+# retry: pip reports a read timeout only in the warning of its retry (with none, an
+# index that timed out reads as `No matching distribution found`).
+PIP_TIMEOUT_S = 15.0
+RETRIES = 2
+# The whole `pip index versions`: a request to each index and find-links location.
 INDEX_TIMEOUT_S = 300
 # A torch release from PyPI with its CUDA wheels is several GB.
 INSTALL_TIMEOUT_S = 3600
 VENV_TIMEOUT_S = 120
+CONFIG_TIMEOUT_S = 30
+# pip's (urllib3's) warning when a request timed out: the host and the path it waited on.
+_TIMED_OUT = re.compile(r"(?:ReadTimeoutError|ConnectTimeoutError)\(\S*?\(host='([^']*)', "
+                        r"port=(\d+)\).*?\)'\)?:?\s*(\S*)")
 
 
 @dataclass(frozen=True)
@@ -136,8 +150,62 @@ def between(available: Iterable[str], package: str, good: str, bad: str) -> list
             if g <= v <= b and v.local == g.local and (pre or not v.is_prerelease)]
 
 
+def pip_timeout_s() -> float:
+    """Each pip request's timeout: $BENCHFLOW_PIP_TIMEOUT_S (seconds) else PIP_TIMEOUT_S."""
+    text = os.environ.get("BENCHFLOW_PIP_TIMEOUT_S", "")
+    try:
+        value = float(text) if text else PIP_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError([f"BENCHFLOW_PIP_TIMEOUT_S={text!r}: expected a number of seconds "
+                           "above 0 (each package index request's timeout)"])
+    return value
+
+
 def _pip(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+    return [sys.executable, "-m", "pip", "--disable-pip-version-check",
+            "--timeout", f"{pip_timeout_s():g}", "--retries", str(RETRIES), *args]
+
+
+def indexes() -> str:
+    """The package indexes and find-links locations pip asks, as pip's configuration
+    (files and PIP_* variables) gives them, for the line that says what is waited on."""
+    try:
+        done = capture([sys.executable, "-m", "pip", "config", "list"],
+                       timeout=CONFIG_TIMEOUT_S)
+    except (Timeout, OSError):
+        return "pip's configured index"
+    found: dict[str, None] = {}
+    for key in ("index-url", "extra-index-url", "find-links"):
+        values = re.findall(rf"^\S*\.{key}='([^']*)'", done.stdout, re.MULTILINE)
+        for value in values[-1:]:  # the last one wins: the environment's over the files'
+            found.update(dict.fromkeys(value.split()))
+    if not re.search(r"\.index-url=", done.stdout):
+        found = {"https://pypi.org/simple": None, **found}
+    return ", ".join(found)
+
+
+def waiting_line(what: str, whole_s: float) -> str:
+    """What a pip call waits on and for how long at most, said before it starts."""
+    t = pip_timeout_s()
+    return (f"{what}: asking {indexes()} (each request at most {t:g} s, {RETRIES} "
+            f"retries; at most {whole_s:g} s in all) ...")
+
+
+def timed_out(output: str) -> str | None:
+    """Which index request pip gave up on for a timeout (`host:port/path`), if any."""
+    found = _TIMED_OUT.search(output)
+    if found:
+        return f"{found[1]}:{found[2]}{found[3]}"
+    return "a request" if "TimeoutError(" in output else None
+
+
+def _no_answer(where: str) -> str:
+    return (f"the package index did not answer: {where} timed out after "
+            f"{pip_timeout_s():g} s, {RETRIES + 1} tries (pip --timeout; "
+            "$BENCHFLOW_PIP_TIMEOUT_S sets it); check the network, or pip's index-url "
+            "and find-links (`pip config list`)")
 
 
 def _last_line(text: str) -> str:
@@ -148,11 +216,19 @@ def _last_line(text: str) -> str:
 def index_versions(package: str) -> list[str]:
     """The versions of `package` that pip finds on its configured index for this
     interpreter and platform, pre-releases included (`between` decides)."""
+    print(waiting_line(f"{package}'s releases", INDEX_TIMEOUT_S), file=sys.stderr)
     try:
         done = capture(_pip("index", "versions", package, "--pre", "--json"),
                        timeout=INDEX_TIMEOUT_S)
-    except (Timeout, OSError) as exc:
+    except Timeout:
+        raise ConfigError([f"{package}: the package index did not answer: pip index "
+                           f"versions did not end within {INDEX_TIMEOUT_S} s asking "
+                           f"{indexes()}"]) from None
+    except OSError as exc:
         raise ConfigError([f"{package}: the package index could not be read: {exc}"]) from None
+    where = timed_out(done.stderr or "")
+    if done.returncode != 0 and where:
+        raise ConfigError([f"{package}: {_no_answer(where)}"])
     if done.returncode != 0:
         raise ConfigError([f"{package}: the package index could not be read: pip says "
                            f"{_last_line(done.stderr or done.stdout)!r}"])
@@ -223,6 +299,15 @@ def _python_version() -> str:
     return ".".join(map(str, sys.version_info[:3]))
 
 
+# A write the cache's disk refused (full, over quota, read-only): the machine's fault.
+MACHINE_HINT = ("; a fault of this machine, not of the release: the package cache's disk "
+                "refused a write (free space there, or name another --cache)")
+
+
+def _machine_hint(output: str) -> str:
+    return MACHINE_HINT if machine_fault(output) else ""
+
+
 def _fail(env: PackageEnv, what: str) -> ConfigError:
     return ConfigError([f"{env.package}=={env.version}: {what} (log: "
                         f"{env.prefix / INSTALL_LOG})"])
@@ -242,13 +327,19 @@ def _clear(env: PackageEnv) -> None:
 def _run_logged(env: PackageEnv, argv: list[str], timeout: float, what: str) -> None:
     try:
         done = capture(argv, timeout=timeout)
-    except (Timeout, OSError) as exc:
+    except Timeout:
+        raise _fail(env, f"{what} did not end within {timeout:g} s") from None
+    except OSError as exc:
         raise _fail(env, f"{what}: {exc}") from None
     with open(env.prefix / INSTALL_LOG, "a", encoding="utf-8") as log:
         log.write(f"$ {' '.join(map(str, argv))}\n{done.stdout}{done.stderr}"
                   f"exit {done.returncode}\n")
+    where = timed_out(done.stderr or "")
+    if done.returncode != 0 and where:
+        raise _fail(env, f"{what}: {_no_answer(where)}")
     if done.returncode != 0:
-        raise _fail(env, f"{what} failed: {_last_line(done.stderr or done.stdout)}")
+        raise _fail(env, f"{what} failed: {_last_line(done.stderr or done.stdout)}"
+                         f"{_machine_hint(done.stderr or done.stdout)}")
 
 
 def _layer_file(env: PackageEnv) -> Path:
@@ -286,7 +377,8 @@ def _install(env: PackageEnv) -> None:
                     str(env.prefix)], timeout=VENV_TIMEOUT_S)
     if made.returncode != 0:
         raise ConfigError([f"{env.prefix}: could not make a venv: "
-                           f"{_last_line(made.stderr or made.stdout)}"])
+                           f"{_last_line(made.stderr or made.stdout)}"
+                           f"{_machine_hint(made.stderr or made.stdout)}"])
     installed = _installed(env.package)
     argv = _pip("--python", str(env.python), "install", "--no-input",
                 "--only-binary", ",".join(installed),
@@ -298,6 +390,8 @@ def _install(env: PackageEnv) -> None:
             text = constraints_without(name, text)
         pins.write_text(text)
         argv += ["-c", str(pins)]
+    print(waiting_line(f"installing {', '.join(f'{n}=={env.version}' for n in installed)}",
+                       INSTALL_TIMEOUT_S), file=sys.stderr)
     _run_logged(env, argv, INSTALL_TIMEOUT_S, "pip install")
     _layer(env)
     missing = [name for name, path in env.tools.items() if not path.is_file()]
@@ -327,7 +421,14 @@ def environment(package: str, version: str, cache: Path) -> PackageEnv:
         return env
     with FileLock(str(cache / f"{package}-{version}.lock")):
         if not _finished(env):  # another bisection may have installed it meanwhile
-            _install(env)
+            try:
+                _install(env)
+            except OSError as exc:  # our own writes there: the constraints, layer, marker
+                if exc.errno not in MACHINE_ERRNOS:
+                    raise
+                raise ConfigError([f"{env.package}=={env.version}: could not write "
+                                   f"{exc.filename or env.prefix}: {exc.strerror}"
+                                   f"{MACHINE_HINT}"]) from None
         elif not _layered(env):
             _layer(env)  # a cache shared with another checkout: layer over ours, no reinstall
     return env

@@ -9,7 +9,6 @@ never benchflow's crash. The only module of benchflow that starts a process."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import faulthandler
 import os
 import re
@@ -18,12 +17,19 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
+from workflow.backends.output import (
+    CHUNK,
+    MACHINE_ERRNOS,
+    CappedOutput,
+    log_cap_bytes,
+)
 from workflow.errors import (
     OWN_BUG_EXIT,
     OwnBug,
@@ -36,9 +42,6 @@ ERROR_LINES = 12
 # How long the output of a killed tool's group is waited for: its pipes close as its
 # members die, unless one left the group (setsid) and still holds them.
 KILL_GRACE_S = 5
-# A worker's write refused by the machine (a full disk or quota, a read-only file system,
-# RLIMIT_FSIZE): the case fails with that one line; no traceback, as no code is at fault.
-MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 # The marker line under a quoted source line (MLIR, LLVM, clang): `   ^`, `^~~~`.
 CARET_RE = re.compile(r"^\s*\^[\s^~]*$")
 
@@ -134,22 +137,48 @@ def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
     way out (Ctrl-C in the job, a bug) kills the group too: a tool in its own session
     gets no signal from the terminal."""
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True, env={**os.environ, **(env or {})})
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, **(env or {})})
+    outs = (CappedOutput(log_cap_bytes()), CappedOutput(log_cap_bytes()))
     with proc:
         try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                stdout, stderr = proc.communicate(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:  # a member that left the group holds a pipe
-                stdout = stderr = ""
-            raise subprocess.TimeoutExpired(proc.args, timeout, stdout, stderr) from None
+            if not _read_until(proc, outs, time.monotonic() + timeout):
+                _kill_group(proc)
+                # A member that left the group may hold a pipe: what came is kept.
+                _read_until(proc, outs, time.monotonic() + KILL_GRACE_S)
+                raise subprocess.TimeoutExpired(proc.args, timeout, outs[0].text(),
+                                                outs[1].text())
         except BaseException:
             _kill_group(proc)
             raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, outs[0].text(),
+                                       outs[1].text())
+
+
+def _read_until(proc: subprocess.Popen, outs: tuple[CappedOutput, CappedOutput],
+                deadline: float) -> bool:
+    """Reads proc's stdout and stderr into `outs` until both end and proc ends (True) or
+    the deadline passes (False)."""
+    with selectors.DefaultSelector() as sel:
+        for pipe, out in zip((proc.stdout, proc.stderr), outs, strict=True):
+            if not pipe.closed:
+                sel.register(pipe, selectors.EVENT_READ, out)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fileobj.fileno(), CHUNK)
+                if chunk:
+                    key.data.write(chunk)
+                else:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+    try:  # a tool may close its output and go on
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -263,20 +292,30 @@ class Streaming:
     children too; its stderr is appended to `log` (or dropped). The caller keeps the
     time: readline() waits at most `timeout` seconds. With `commands`, the caller also
     writes it lines (`send`: a long-lived A/B worker asked for one timed block at a time).
-    Use it in a `with` block, which kills what still runs at its end."""
+    Use it in a `with` block, which kills what still runs at its end.
+
+    Its stderr reaches the log through a thread that keeps it within the cap
+    (CappedOutput: a model that prints without end), never blocking the worker: past
+    the cap the bytes are read and dropped, and the log says so (`log_cut`: how many)."""
 
     def __init__(self, argv: list[str], *, log: str | None = None, env: dict | None = None,
                  commands: bool = False):
         # Binary: the worker's stderr goes to the file as the bytes it wrote.
-        self._err = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - __exit__
+        self._file = open(log, "ab") if log else None  # noqa: SIM115 - closed by __exit__
+        self._log = CappedOutput(log_cap_bytes(), self._file) if log else None
+        self._copier: threading.Thread | None = None
         try:
             self.proc = subprocess.Popen(
-                [str(a) for a in argv], stdout=subprocess.PIPE, stderr=self._err, text=True,
+                [str(a) for a in argv], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if log else subprocess.DEVNULL, text=True,
                 errors="replace", start_new_session=True, env={**os.environ, **(env or {})},
                 stdin=subprocess.PIPE if commands else None)
         except BaseException:
             self._close_log()
             raise
+        if self._log is not None:
+            self._copier = threading.Thread(target=self._copy_log, daemon=True)
+            self._copier.start()
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
         self._buf = b""
@@ -310,24 +349,46 @@ class Streaming:
         return (line + b"\n").decode("utf-8", errors="replace")
 
     def wait(self) -> int:
-        return self.proc.wait()
+        code = self.proc.wait()
+        self._close_log()  # whole before a caller reads its tail
+        return code
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        self._close_log()
+
+    @property
+    def log_cut(self) -> int:
+        """How many bytes of its stderr the log left out (the cap)."""
+        return self._log.cut if self._log is not None else 0
+
+    def _copy_log(self) -> None:
+        fd = self.proc.stderr.fileno()
+        try:
+            while chunk := os.read(fd, CHUNK):
+                self._log.write(chunk)
+        except (OSError, ValueError):  # the log closed under a member that left the group
+            pass
 
     def _close_log(self) -> None:
-        if self._err is not subprocess.DEVNULL:
-            self._err.close()
+        """Waits (KILL_GRACE_S at most, for a member that left the group holding the
+        pipe) for the rest of its stderr, then ends the log with what the cap left."""
+        if self._file is None or self._file.closed:
+            return
+        if self._copier is not None:
+            self._copier.join(KILL_GRACE_S)
+        self._file.write(self._log.ending())
+        self._file.close()
 
     def __enter__(self) -> Streaming:
         return self
 
     def __exit__(self, *exc) -> None:
         self._sel.close()
-        self._close_log()
         if self.proc.poll() is None:
-            self.kill()
+            self.kill()  # first: the log's end waits for the worker's stderr to close
+        self._close_log()
 
 
 def tolerant_stdio() -> None:
@@ -426,8 +487,13 @@ def _log(log, argv, stdout, stderr, status: str) -> None:
     def text(x):
         return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
 
-    with open(log, "a", encoding="utf-8", errors="replace") as fh:
-        fh.write("$ " + " ".join(map(str, argv)) + "\n")
-        fh.write(text(stdout)[-20000:])
-        fh.write(text(stderr)[-20000:])
-        fh.write(f"[{status}]\n")
+    from workflow.records.storage import WriteError
+
+    try:
+        with open(log, "a", encoding="utf-8", errors="replace") as fh:
+            fh.write("$ " + " ".join(map(str, argv)) + "\n")
+            fh.write(text(stdout)[-20000:])
+            fh.write(text(stderr)[-20000:])
+            fh.write(f"[{status}]\n")
+    except OSError as exc:  # a full disk: the log named, not a bare errno
+        raise WriteError(log, exc) from None

@@ -34,6 +34,11 @@ The steps, each a module, in the order a file goes through them:
   provenance, skipped pairs, report entries) and a case's file goldens;
 - `goldens`: the file's golden fields, and blessing them back atomically.
 
+iree-test-suites' torch_models test files (a pytest harness's JSON) become such records:
+`torch_models` (their format, the harness's URL manifest), `markers` (pytest's -m),
+`torch_plan` (a suite's tests as `TorchFile`s, cases and skips of the same Selection),
+`random_weights` (`type: random` weights as an .irpa, cached by content).
+
 Imports only lower layers: backends (IREE target flags and devices), records (schemas,
 atomic storage), errors and paths; never suite (its peer), regression, stages or cli,
 which import this package.

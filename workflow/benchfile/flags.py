@@ -63,6 +63,10 @@ def compile_flags(f, sku: dict) -> list[str]:
     from workflow.backends.iree.tools import compile_flags as sku_flags
 
     own = [x for x in f.data.get("compile_flags", []) if not x.startswith(OWNED_COMPILE_FLAGS)]
+    if getattr(f, "own_target", False):
+        # A torch_models module's flags name its target, as the harness compiles it;
+        # the SKU's target flags too would add a second HAL device.
+        return [f"--iree-input-type={INPUT_TYPE}", *own]
     return [*sku_flags(sku, input_type=INPUT_TYPE), *own]
 
 
@@ -80,7 +84,13 @@ def run_spec(f, sku: dict, weights: list | None = None) -> dict:
         "benchmark_flags": f.extra_benchmark_flags(),
         # The file's own repetitions and warm-up; invocations and min_time are the SKU's
         # protocol (DESIGN.md: the invocation is the unit).
-        "measurement": {**m, "repetitions": f.repetitions, "min_warmup_time_s": f.warmup_s},
+        # A torch_models test names neither (the harness takes the tool's defaults): the
+        # SKU's protocol then decides.
+        "measurement": {**m, **({"repetitions": f.repetitions} if f.repetitions else {}),
+                        **({"min_warmup_time_s": f.warmup_s} if f.warmup_s is not None
+                           else {})},
+        # A torch_models test's kind, random weights and expected outputs (torch_plan.py).
+        **(f.run_extra() if hasattr(f, "run_extra") else {}),
     }
 
 

@@ -44,6 +44,24 @@ def set_goldens(data: dict, key: str, figures: dict) -> list[tuple[str, object, 
     return changed
 
 
+# A torch_models test's golden fields (one per test, no key): benchmark tests hold a
+# time, compstat tests a dispatch count and a binary size (torch_plan.goldens_of).
+TORCH_MODELS_FIELDS = {"benchmark": {"golden_time_ms": "median_ms"},
+                       "compstat": {"golden_dispatch_count": "dispatch_count",
+                                    "golden_binary_size": "binary_bytes"}}
+
+
+def set_test_goldens(data: dict, kind: str, figures: dict) -> list[tuple[str, object, object]]:
+    """set_goldens for a torch_models test file of type `kind`: only the fields its type
+    has (a quality test has none), unkeyed, as the harness reads them."""
+    changed = []
+    for theirs, ours in TORCH_MODELS_FIELDS.get(kind, {}).items():
+        if figures.get(ours) is not None:
+            changed.append((theirs, data.get(theirs), figures[ours]))
+            data[theirs] = figures[ours]
+    return changed
+
+
 def write_file(path: str | Path, data: dict) -> None:
     """Writes a benchmark file back atomically (records.storage.write_text): a crash or a
     full disk leaves the user's file whole, old or new."""

@@ -171,7 +171,9 @@ def load_file(path: str | Path, model: str | None = None,
     data = read_json_file(path, unique_keys=True)
     problems = file_problems(data, str(path))
     if problems:
-        raise ConfigError(problems)
+        from workflow.benchfile.torch_models import other_format
+
+        raise ConfigError([*problems, *other_format(data, str(path), "sharktank")])
     f = BenchmarkFile(path, model or path.parent.name, path.stem, data, where)
     problems = f.confinement_problems()
     if problems:

@@ -43,7 +43,8 @@ def provenance(sel: Selection, sku: str, benchmark: str) -> dict:
     return {"benchmark_file": str(f.path), "golden_key": sel.golden_key(sku),
             "iree_device": f.data["device"],
             "compiled_file_name": f.data.get("compiled_file_name"),
-            "mlir_file": str(f.mlir), "weights": [str(w) for w in sel.weights(benchmark)]}
+            "mlir_file": str(f.mlir), "weights": [str(w) for w in sel.weights(benchmark)],
+            **({"torch_models": f.kind} if hasattr(f, "run_extra") else {})}
 
 
 def skipped_plan(sel: Selection | None) -> list[dict]:
@@ -54,7 +55,9 @@ def skipped_plan(sel: Selection | None) -> list[dict]:
     return [{"identity": identity(case), "reason": why,
              "provenance": {"benchmark_file": str(case.file.path),
                             "golden_key": sel.golden_key(case.sku),
-                            "iree_device": case.file.data["device"]}}
+                            "iree_device": case.file.data["device"],
+                            **({"torch_models": case.file.kind}
+                               if hasattr(case.file, "run_extra") else {})}}
             for case, (_, _, why) in zip(sel.skipped_cases(), sel.skipped, strict=True)]
 
 
@@ -75,4 +78,9 @@ def file_goldens_of(case: dict) -> tuple[dict | None, str | None]:
     path, key = prov.get("benchmark_file"), prov.get("golden_key")
     if not path or not Path(path).exists():
         return None, None
+    if prov.get("torch_models"):
+        from workflow.benchfile.torch_models import load_test
+        from workflow.benchfile.torch_plan import goldens_of
+
+        return goldens_of(load_test(path)), path
     return load_file(path).goldens(key), path

@@ -281,5 +281,9 @@ def select(config: dict, source: str, env=None) -> Selection:
 
 def attach(suite) -> Selection:
     """Selects a suite's benchmark files and keeps them on it (suite.benchmark_files)."""
-    suite.benchmark_files = select(suite.config, suite.source)
-    return suite.benchmark_files
+    from workflow.benchfile.torch_plan import add_tests  # it imports this module
+
+    sel = select(suite.config, suite.source)
+    add_tests(sel, suite.config, suite.source)
+    suite.benchmark_files = sel
+    return sel

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from workflow.backends.iree import tools as iree
+from workflow.backends.output import MACHINE_ERRNOS, machine_fault
 from workflow.bisect.search import Step
 from workflow.errors import StageError
 from workflow.measure.pairs import interleave, seed_of
@@ -46,8 +47,14 @@ def scaled(ab: dict, scale: int, final: bool = False) -> dict:
 
 
 def _failed(row: dict, side: str, failed: dict) -> Step:
+    """A failed step naming the revision; `fault`: the line that says the machine refused
+    a write (a full cache disk, a quota, a read-only file system: output.machine_fault),
+    which is this machine's failure, not the revision's, and no retry would change."""
     row = {**row, "verdict": ABVerdict.FAILED, "failed_stage": failed["stage"],
            "error": f"{row[side]}: {failed['error']}"}
+    fault = machine_fault(str(failed["error"] or ""))
+    if fault:
+        row["fault"] = fault
     return Step(base=row["base"], new=row["new"], verdict=ABVerdict.FAILED, row=row)
 
 
@@ -79,15 +86,15 @@ def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int
     invocation = {side: round_settings(ab, skus[side]["measurement"]) for side in SIDES}
     with tempfile.TemporaryDirectory() as tmp:
         argvs = {}
-        for side, p in zip(SIDES, sides, strict=True):
-            (Path(tmp) / side).mkdir()
-            args = iree.write_input_files(p["inputs"], p["dtypes"], Path(tmp) / side)
-            r = invocation[side]
-            argvs[side] = iree.benchmark_argv(
-                sku_tool(skus[side], "benchmark_tool"), p["vmfb"], "main", args, skus[side],
-                repetitions=r["repetitions"], warmup_s=r["min_warmup_time_s"],
-                min_time=f"{r['min_time_s']:g}s")
         try:
+            for side, p in zip(SIDES, sides, strict=True):
+                (Path(tmp) / side).mkdir()
+                args = iree.write_input_files(p["inputs"], p["dtypes"], Path(tmp) / side)
+                r = invocation[side]
+                argvs[side] = iree.benchmark_argv(
+                    sku_tool(skus[side], "benchmark_tool"), p["vmfb"], "main", args,
+                    skus[side], repetitions=r["repetitions"],
+                    warmup_s=r["min_warmup_time_s"], min_time=f"{r['min_time_s']:g}s")
             for side in SIDES:  # untimed: a fresh module's first call pays page faults
                 benchmark_run(argvs[side], timeout, log)
             seed = seed_of(*names, row["workload"], str(scale))
@@ -99,6 +106,12 @@ def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int
             profiles = pair_profiles(argvs, "base", "new", skus, timeout, log)
         except StageError as exc:
             return _failed(row, "new", {"stage": exc.stage, "error": exc.message})
+        except OSError as exc:  # our own write (the inputs, the log) that the machine refused
+            if exc.errno not in MACHINE_ERRNOS:
+                raise
+            where = exc.filename or f"a file in {tmp}"
+            return _failed(row, "new", {"stage": "measure",
+                                        "error": f"could not write {where}: {exc.strerror}"})
     row.update(measured, commands=argvs, invocation=invocation, scale=scale)
     kernels = profiles or {}
     row["attribution"] = attribution_of(row, _side(base, kernels.get("base"), argvs["base"]),

@@ -104,16 +104,30 @@ def skipped(grouped: list[list[Revision]]) -> list[dict]:
 def _entry(kind: str, step: Step, retried: bool) -> dict:
     return {"kind": kind, "revision": step.new, "against": step.base,
             "verdict": step.verdict, "ratio": step.ratio, "ci": step.ci,
-            "rounds": step.rounds, "retried": retried}
+            "rounds": step.rounds, "retried": retried,
+            **({"fault": fault_of(step)} if fault_of(step) else {})}
+
+
+def fault_of(step: Step) -> str | None:
+    """The machine's fault that failed a step (a write it refused: `could not write PATH:
+    No space left on device`), or None."""
+    return step.row.get("fault") if step.verdict == ABVerdict.FAILED else None
+
+
+def _fault_summary(step: Step, what: str) -> str:
+    return (f"stopped by a fault of this machine, not of {step.new}: {fault_of(step)}; "
+            f"{what} (not retried: a longer budget would meet it again; free the space "
+            "or make the file system writable, and rerun: the builds made are reused)")
 
 
 def _decided(measure: Measure, base: str, new: str, kind: str,
              steps: list[dict]) -> Step:
     """A step, measured once more at RETRY_SCALE when the first is inconclusive (or
-    failed: a tool that failed once may not again, and a second failure is final)."""
+    failed: a tool that failed once may not again, and a second failure is final). A
+    step the machine failed (fault_of: a full disk) is not: it is no noise."""
     final = kind == "final"
     step = measure(base, new, 1, final)
-    if step.verdict in (ABVerdict.INCONCLUSIVE, ABVerdict.FAILED):
+    if step.verdict in (ABVerdict.INCONCLUSIVE, ABVerdict.FAILED) and not fault_of(step):
         steps.append(_entry(kind, step, False))
         step = measure(base, new, RETRY_SCALE, final)
         steps.append(_entry(kind, step, True))
@@ -189,6 +203,8 @@ def _walk(graph: _Graph, measure: Measure, ends: Step, steps: list[dict]) -> dic
             left &= graph.anc[pick]
         elif step.verdict in (ABVerdict.NO_DIFFERENCE, ABVerdict.IMPROVEMENT):
             left &= ~graph.anc[pick]
+        elif fault_of(step):  # the machine's, not the revision's: nothing to skip
+            return {"bad": bad, "left": left, "against_good": against_good, "stopped": step}
         elif step.verdict == ABVerdict.FAILED:  # the good end built: this revision did not
             untestable.add(pick)
             _skip(steps, pick, f"could not be measured ({step.row.get('error') or 'failed'})")
@@ -243,6 +259,8 @@ def bisect(revisions: list[Revision], measure: Measure, final_rounds: int = 0) -
         what = "no difference" if ends.verdict == ABVerdict.NO_DIFFERENCE else "faster"
         return done(PASSED, f"no bad revision: {revisions[-1].name} is {what} against "
                             f"{good} (x{ends.ratio:.3f})")
+    if fault_of(ends):
+        return done(UNJUDGED, _fault_summary(ends, "nothing bisected"))
     if ends.verdict != ABVerdict.REGRESSION:
         return done(UNJUDGED, f"could not judge the ends ({ends.verdict} after a longer "
                               "retry); nothing bisected")
@@ -250,6 +268,9 @@ def bisect(revisions: list[Revision], measure: Measure, final_rounds: int = 0) -
     left, bad = walked["left"], walked["bad"]
     lo, open_ = _last_good(graph, left), graph.names(left)
     result.update(range=[lo, bad], candidates=open_)
+    if walked["stopped"] is not None and fault_of(walked["stopped"]):
+        return done(UNJUDGED, _fault_summary(
+            walked["stopped"], f"the first bad revision is after {lo} and at or before {bad}"))
     if walked["stopped"] is not None:
         return done(UNJUDGED, f"stopped: {walked['stopped'].new} stayed "
                               f"{walked['stopped'].verdict} after a longer retry; the first "
@@ -274,6 +295,9 @@ def _answer(result: dict, graph: _Graph, walked: dict, measure: Measure,
     final = reused if reused is not None and reused.rounds >= final_rounds \
         else _decided(measure, lo, bad, "final", result["steps"])
     result["final"] = final
+    if fault_of(final):
+        return (f"first bad revision: {bad}; its final pair against {lo} was stopped by a "
+                f"fault of this machine: {fault_of(final)}")
     return (f"first bad revision: {bad} (x{final.ratio:.3f} against {lo}, "
             f"{final.verdict})" if final.ratio is not None else
             f"first bad revision: {bad} (against {lo}: {final.verdict})")

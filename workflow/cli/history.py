@@ -7,25 +7,32 @@
                    regression, 2 bad input, 3 nothing could be judged)
   html [-o FILE]   the page of every series, change points marked
   remove RUN_ID    a run's rows out of the store (the way out of a bad run already held)
+  repair           a damaged embedded store rebuilt from the runs that survive in it
 
 Reading a store never writes to it (it is read from a snapshot); only ingest creates
-one, and only in an empty or new directory; a damaged store is refused, left as it was."""
+one, and only in an empty or new directory; a write is kept whole or not at all (a full
+disk leaves the store as it was); a damaged store is refused, left as it was, and named
+with `history repair`, which keeps the damaged files."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, gate_command
 
 LATENCY = "latency median (ms)"
+# `history ingest`'s exit status when a file's run held no measurement at all (as a gate
+# that could not judge: cli/options.EXIT_CODES); 0 ingested, 1 bad input.
+NOTHING_INGESTIBLE = 3
 # What Ctrl-C leaves (cli/main.py prints it after `interrupted: `). An ingest stopped
-# part way keeps the rows it inserted (closing the store records them), and a rerun adds
-# only the measurements the store lacks; the reading verbs work on a snapshot, and the
-# page is written whole or not at all.
-INGEST_INTERRUPTED = ("benchflow history ingest; rerun it to add the rest: what it "
-                      "ingested is kept, and ingest adds each measurement once")
+# part way is undone (history/staging.py: it is kept whole or not at all), and a rerun
+# adds only the measurements the store lacks; the reading verbs work on a snapshot, and
+# the page is written whole or not at all.
+INGEST_INTERRUPTED = ("benchflow history ingest; rerun it to add the rest: the store is as "
+                      "it was before it, and ingest adds each measurement once")
 READ_INTERRUPTED = "benchflow history {verb}; the store is unchanged (reading never writes it)"
 
 
@@ -79,6 +86,16 @@ def add_parser(sub) -> None:
     rm.set_defaults(func=run_remove, interrupted="benchflow history remove; run it again to "
                                                  "remove what is left of the run")
 
+    fix = verbs.add_parser("repair", help="rebuild a damaged embedded store from the runs "
+                                          "that survive in it (its damaged files kept)")
+    fix.add_argument("--configfile", type=Path,
+                     help="take the store from this suite's `history` section")
+    fix.add_argument("--store", type=Path, help="the embedded store's directory "
+                                                "(default: the suite's history.path, history/)")
+    fix.set_defaults(func=run_repair, interrupted="benchflow history repair; the store is as "
+                                                  "it was, or repaired whole (a repair is "
+                                                  "swapped in at once): run it again")
+
 
 def _store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfile", type=Path,
@@ -106,8 +123,6 @@ def _open(args, create: bool = False, write: bool = False):
 def _warn_unusable(st, where: str) -> None:
     """One line a run no series can use (history/query.unusable), on stderr: the
     command goes on without it."""
-    import sys
-
     from workflow.history import query
     from workflow.render.text import printable
 
@@ -128,23 +143,45 @@ def run_ingest(args: argparse.Namespace) -> int:
                  if getattr(args, k)}
     # Every file read and checked first: a bad one leaves the store as it was (or absent).
     runs = history.read(args.files, overrides=overrides, timestamp=args.timestamp)
-    _, _, st, where = _open(args, create=True)
-    try:
-        done = history.ingest(runs, st)
-    finally:
-        st.close()
+    if all(not run.rows for run in runs):
+        # Nothing to add: no store is opened, none made.
+        where = history.where(history.history_config(args.configfile), store=args.store,
+                              url=args.url)
+        done = {"ingested": [], "already": [], "empty": [r.run_id for r in runs], "rows": 0}
+    else:
+        _, _, st, where = _open(args, create=True)
+        try:
+            done = history.ingest(runs, st)
+        finally:
+            st.close()
     for run_id in done["ingested"]:
         print(f"ingested run {run_id}")
     for run_id in done["already"]:
         print(f"already in the history: run {run_id} (nothing added)")
+    empty = [run for run in runs if run.run_id in set(done["empty"])]
+    for run in empty:
+        print(_nothing_ingestible(run), file=sys.stderr)
     print(f"{len(done['ingested'])} run(s) ingested, {done['rows']} row(s), into {where}")
-    return 0
+    # Its own exit status: a nightly job whose every case failed ingested nothing, and
+    # exit 0 would read as a night recorded.
+    return NOTHING_INGESTIBLE if empty else 0
+
+
+def _nothing_ingestible(run) -> str:
+    from workflow.render.text import printable
+
+    cases = f"{run.cases} case(s)" if run.source != "forge" else f"{run.cases} entry(ies)"
+    why = f" ({printable(run.skipped[0])})" if run.skipped else ""
+    return (f"{run.path}: run {run.run_id}: nothing ingestible: {cases}, none with a "
+            f"finite value{why}; nothing added (a run of failed cases has no measurement "
+            "to keep)")
 
 
 def run_remove(args: argparse.Namespace) -> int:
     from workflow.errors import ConfigError
     from workflow.history import sql
 
+    sql.check_text(args.run_id, "RUN_ID")
     _, _, st, where = _open(args, write=True)
     try:
         held = st.rows(sql.run_rows(args.run_id))[0]["n"]
@@ -155,6 +192,32 @@ def run_remove(args: argparse.Namespace) -> int:
     finally:
         st.close()
     print(f"removed run {args.run_id} ({held} row(s)) from {where}")
+    return 0
+
+
+def run_repair(args: argparse.Namespace) -> int:
+    from workflow.errors import ConfigError
+    from workflow.history import repair
+    from workflow.stages import history
+
+    config = history.history_config(args.configfile)
+    if args.store is None and config.get("url"):
+        raise ConfigError([f"{history.where(config)}: history.url: a ClickHouse server's "
+                           "store is the server's to repair; expected an embedded store "
+                           "(--store DIR)"])
+    path = Path(args.store if args.store is not None else config["path"])
+    done = repair.repair(path)
+    if not done["repaired"]:
+        print(f"{path}: nothing to repair: it opens whole ({done['runs']} run(s), "
+              f"{done['rows']} row(s))")
+        return 0
+    print(f"repaired {path}: {done['runs']} run(s), {done['rows']} row(s) from the "
+          f"{done['parts']} data part(s) that survive")
+    for part in done["lost"]:
+        print(f"{path}: {part}: chdb refused this part (cut short or corrupt); its runs "
+              "are not in the repaired store", file=sys.stderr)
+    print(f"the damaged store's files are kept in {done['set_aside']}: remove it once "
+          "`benchflow history show` lists what you expect")
     return 0
 
 
@@ -201,6 +264,10 @@ def _suite_in_hints(result: dict, lines: list[str], configfile: Path | None) -> 
 
 
 def run_detect(args: argparse.Namespace) -> int:
+    from workflow.history import sql
+
+    if args.since is not None:
+        sql.check_text(args.since, "--since")
     history, config, st, _ = _open(args)
     try:
         result, outcome, lines = history.detect(st, config, pattern=args.pattern,
@@ -217,10 +284,18 @@ def run_detect(args: argparse.Namespace) -> int:
 
 
 def run_html(args: argparse.Namespace) -> int:
+    from workflow.errors import ConfigError
+    from workflow.records.storage import WriteError
+
     history, config, st, where = _open(args)
     try:
         history.write_page(args.output, st, config, location=where, pattern=args.pattern,
                            metric=args.metric)
+    except WriteError as exc:
+        # A full or read-only disk under -o: one line (the page is written whole or not
+        # at all, any earlier one left as it was), not a traceback.
+        raise ConfigError([f"{exc}; expected -o in a writable directory with room for "
+                           "the page (the store is unchanged)"]) from None
     finally:
         st.close()
     print(f"wrote {args.output}")

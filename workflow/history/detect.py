@@ -171,15 +171,31 @@ def outcome(result: dict, since: str | None = None) -> tuple[str, list[str]]:
               for e in result["series"] if not e["judged"]]
     judged = sum(e["judged"] for e in result["series"])
     regressions = sum(cp["kind"] == "regression" for cp in cps)
-    verdict = REGRESSED if regressions else PASSED if judged else UNJUDGED
+    # A --since after every run leaves no run to judge: "passed" would say that runs
+    # since then were looked at and found fine, when there are none.
+    after = since_ts is None or any(r["timestamp"] >= since_ts
+                                    for r in result["runs"].values())
+    verdict = REGRESSED if regressions else PASSED if judged and after else UNJUDGED
     when = f" since {since}" if since else ""
-    if verdict == UNJUDGED:
+    if verdict == UNJUDGED and not after:
+        lines.append(f"{HEADS[verdict]}: 0 series judged: no run at or after --since "
+                     f"{since} (the latest is {_latest(result['runs'])}); expected a "
+                     "--since at or before a run the history holds")
+    elif verdict == UNJUDGED:
         lines.append(f"{HEADS[verdict]}: 0 series judged: {why_unjudged(result)}")
     else:
         lines.append(f"{HEADS[verdict]}: {regressions} regression(s) and "
                      f"{len(cps) - regressions} improvement(s){when} in {judged} series "
                      f"judged, {len(result['series']) - judged} not judged")
     return verdict, lines
+
+
+def _latest(runs: dict) -> str:
+    if not runs:
+        return "none"
+    run_id, run = max(runs.items(), key=lambda kv: (kv[1]["timestamp"], kv[0]))
+    when = datetime.fromtimestamp(run["timestamp"], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"run {run_id} at {when}"
 
 
 def why_unjudged(result: dict) -> str:

@@ -33,6 +33,8 @@ ROW_KEYS = ("benchmark", "model", "inputs", "dependencies", "runners", "metric",
             "timestamp")
 # Rows per INSERT: one statement's JSON stays tens of MB however many runs come at once.
 CHUNK_ROWS = 50_000
+# Measured times per query of the ids held (each up to 21 characters with its comma).
+STAMPS_PER_QUERY = 5_000
 
 
 def full_rows(run, meta: Mapping) -> list[dict]:
@@ -101,8 +103,9 @@ def ingest(store, runs: list, meta_overrides: Mapping | None = None, *,
     """Adds the measurements the store lacks. `env`: the CI variables (os.environ by
     default); `git_facts`: backends/git.py's head_facts of the suite's directory, asked
     only when a run's metadata still lacks what git can say. Returns {"ingested":
-    [run_id...] (runs that added rows), "already": [run_id...] (runs that added none),
-    "rows": n}, run ids in the order given."""
+    [run_id...] (runs that added rows), "already": [run_id...] (runs whose every row
+    the store held), "empty": [run_id...] (runs with no row at all: every case failed or
+    without a finite value), "rows": n}, run ids in the order given."""
     env = os.environ if env is None else env
     facts = _once(git_facts)
     candidates = []
@@ -110,18 +113,33 @@ def ingest(store, runs: list, meta_overrides: Mapping | None = None, *,
         check_rows(run)
         candidates.append((run, full_rows(run, runmeta.run_meta(env, run.meta,
                                                                 meta_overrides, facts))))
-    stamps = {row["timestamp"] for _, rows in candidates for row in rows}
-    held = {r["measurement_id"] for r in store.rows(sql.known_measurements(stamps))} \
-        if stamps else set()
-    new_rows, ingested, already = [], [], []
+    stamps = sorted({row["timestamp"] for _, rows in candidates for row in rows})
+    held = set()
+    # A batch at a time: a report whose 30,000 cases each have their own measured time
+    # would otherwise list 360 KB of times in one statement, past ClickHouse's
+    # max_query_size (256 KiB).
+    for start in range(0, len(stamps), STAMPS_PER_QUERY):
+        batch = stamps[start:start + STAMPS_PER_QUERY]
+        held |= {r["measurement_id"] for r in store.rows(sql.known_measurements(batch))}
+    new_rows, ingested, already, empty = [], [], [], []
     for run, rows in candidates:
+        if not rows:  # never in the history, nor ever will be: not "already" there
+            empty.append(run.run_id)
+            continue
         fresh = [row for row in rows if _mid(row) not in held]
         held.update(_mid(row) for row in fresh)
         (ingested if fresh else already).append(run.run_id)
         new_rows += fresh
-    for start in range(0, len(new_rows), CHUNK_ROWS):
-        store.insert(new_rows[start:start + CHUNK_ROWS])
-    return {"ingested": ingested, "already": already, "rows": len(new_rows)}
+    try:
+        for start in range(0, len(new_rows), CHUNK_ROWS):
+            store.insert(new_rows[start:start + CHUNK_ROWS])
+    except BaseException:
+        # All or nothing: a run stopped between two chunks (Ctrl-C, a full disk) is not
+        # kept in part (an embedded store's write is then undone at its close).
+        store.abort()
+        raise
+    return {"ingested": ingested, "already": already, "empty": empty,
+            "rows": len(new_rows)}
 
 
 def _mid(row: dict) -> str:

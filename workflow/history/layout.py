@@ -15,6 +15,7 @@ next write."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -36,14 +37,22 @@ CHDB_ENTRIES = frozenset({"metadata", "data", "store", "tmp", "user_files", "for
                           "flags", "metadata_dropped", "status", "preprocessed_configs",
                           "user_scripts", "dictionaries_lib", "access",
                           "named_collections", "user_defined", "uuid"})
-OWN_ENTRIES = frozenset({MARKER, LOCK_NAME, MARKER + ".tmp"})
+# A write's copy of the store (history/staging.py), the entries it replaced while it
+# is swapped in, and what `history repair` set aside.
+STAGING, PREVIOUS, SET_ASIDE = "staging", "previous", "damaged-"
+OWN_ENTRIES = frozenset({MARKER, LOCK_NAME, MARKER + ".tmp", STAGING, PREVIOUS})
 MAX_MARKER_BYTES = 64 * 1024
 
 
+class DamagedStore(ConfigError):
+    """A store that is benchflow's but cannot be read whole (`history repair`'s case)."""
+
+
 def damaged(path: Path, what: str) -> ConfigError:
-    return ConfigError([f"{path}: history store is damaged: {what}; it was left as it was. "
-                        f"Expected an intact store: restore it from a backup, or move it "
-                        f"aside (mv {path} {path}.damaged) and ingest the reports again"])
+    return DamagedStore([f"{path}: history store is damaged: {what}; it was left as it was. "
+                        "Expected an intact store: `benchflow history repair --store "
+                        f"{path}` rebuilds it from the runs that survive (setting the "
+                        "damaged files aside in it), or restore it from a backup"])
 
 
 def not_a_store(path: Path, why: str) -> ConfigError:
@@ -53,12 +62,15 @@ def not_a_store(path: Path, why: str) -> ConfigError:
 
 
 def _own(name: str) -> bool:
-    return name in OWN_ENTRIES or (name.startswith("insert-") and name.endswith(".jsonl"))
+    return name in OWN_ENTRIES or name.startswith(SET_ASIDE) or \
+        (name.startswith("insert-") and name.endswith(".jsonl"))
 
 
 def state(path: Path) -> tuple[str, dict | None]:
-    """("absent" | "empty" | "marked" | "legacy", the marker or None); raises ConfigError
-    for a directory that is no store or a damaged one (module docstring)."""
+    """("absent" | "empty" | "marked" | "legacy" | "interrupted", the marker or None);
+    raises ConfigError for a directory that is no store or a damaged one (module
+    docstring). "interrupted": a write stopped with its copy still there, or part way
+    through swapping it in (staging.recover finishes or undoes it)."""
     if not path.exists():
         return "absent", None
     if not path.is_dir():
@@ -74,13 +86,34 @@ def state(path: Path) -> tuple[str, dict | None]:
     if foreign:
         shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise not_a_store(path, f"it holds {shown}, which a store does not")
+    if STAGING in names or PREVIOUS in names:
+        return "interrupted", None
     marker = read_marker(path) if MARKER in names else None
     if not (path / DATABASE_SQL).is_file() or not (path / TABLE_SQL).is_file():
         missing = DATABASE_SQL if not (path / DATABASE_SQL).is_file() else TABLE_SQL
         if marker is None and not (path / "metadata").is_dir():
             raise not_a_store(path, f"no {MARKER} and no chdb metadata/")
         raise damaged(path, f"the table's metadata file {missing} is missing")
+    _check_definition(path)
     return ("marked" if marker is not None else "legacy"), marker
+
+
+def _check_definition(path: Path) -> None:
+    """The table's definition as chdb wrote it (`ATTACH TABLE _ UUID ...`): one a full
+    disk left empty, or any other text, stops chdb's server from starting at all, with
+    its reason on stderr and only "Error initializing EmbeddedServer" raised."""
+    try:
+        head = read_bytes(path / TABLE_SQL, cap=MAX_MARKER_BYTES,
+                          what="the table's definition").decode("utf-8", errors="replace")
+    except ConfigError as exc:
+        raise damaged(path, f"the table's metadata file {TABLE_SQL} is unreadable "
+                      f"({' '.join(exc.problems[0].split())[:80]})") from None
+    if not head.strip():
+        raise damaged(path, f"the table's metadata file {TABLE_SQL} is empty (a full disk "
+                      "cut its rewrite short)")
+    if not head.startswith("ATTACH TABLE _ UUID '") or "ENGINE = MergeTree" not in head:
+        raise damaged(path, f"the table's metadata file {TABLE_SQL} is not the table's "
+                      "definition chdb writes")
 
 
 def read_marker(path: Path) -> dict:
@@ -114,29 +147,38 @@ def detached(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.glob("store/*/*/detached/*")}
 
 
-def snapshot(path: Path) -> Path:
+def snapshot(path: Path, into: Path | None = None) -> Path:
     """A private copy of the store to open: files under store/ other than .sql are
     hard-linked where the filesystem allows (a part's files are immutable), else copied;
-    benchflow's own files are left out. The caller removes it."""
-    out = Path(tempfile.mkdtemp(prefix="benchflow-history-"))
+    benchflow's own files are left out. `into`: the directory to make (a write's copy,
+    history/staging.py), else a new one in the temporary directory. The caller removes
+    it. A full disk is raised as its OSError (the caller names it)."""
+    if into is None:
+        out = Path(tempfile.mkdtemp(prefix="benchflow-history-"))
+    else:
+        out = into
+        out.mkdir()
     try:
         for name in os.listdir(path):
             src, dst = path / name, out / name
             if _own(name):
                 continue
             if src.is_dir() and not src.is_symlink():
-                copy = _link_or_copy if name == "store" else shutil.copy2
+                copy = link_or_copy if name == "store" else shutil.copy2
                 shutil.copytree(src, dst, symlinks=True, copy_function=copy)
             else:
                 shutil.copy2(src, dst, follow_symlinks=False)
     except OSError as exc:
         shutil.rmtree(out, ignore_errors=True)
+        # shutil.copytree gathers its files' errors into one shutil.Error, errno None.
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+            raise
         raise ConfigError([f"{path}: history store: cannot read it ({exc.strerror}: "
                            f"{exc.filename}); expected a readable store"]) from None
     return out
 
 
-def _link_or_copy(src: str, dst: str) -> str:
+def link_or_copy(src: str, dst: str) -> str:
     if not src.endswith(".sql"):
         try:
             os.link(src, dst)

@@ -116,6 +116,9 @@ def series(store, pattern: str = "*", metric: str | None = sql.LATENCY) -> list[
     configuration measured before it): a new configuration starts a new series, never a
     step in the old one. With one configuration the id is `case :: metric`, as before
     configurations were recorded."""
+    sql.check_text(pattern, "CASE|GLOB")
+    if metric is not None:
+        sql.check_text(metric, "--metric")
     rows = store.rows(sql.series(pattern, metric))
     if not rows:
         return []

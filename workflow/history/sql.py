@@ -16,6 +16,8 @@ import re
 from functools import cache
 from importlib import resources
 
+from workflow.errors import ConfigError
+
 DATABASE = "benchmark"
 TABLE = f"{DATABASE}.oss_ci_benchmark_v3"
 LATENCY = "latency median (ms)"
@@ -118,7 +120,7 @@ def insert_rows(names: list[str], types: dict[str, str], source: str) -> str:
             f"FROM {source} ARRAY JOIN metrics AS one_metric")
 
 
-def known_measurements(stamps: set[int]) -> str:
+def known_measurements(stamps) -> str:
     """The measurement ids the store holds at these measured times: a row's id hashes
     its timestamp, so only rows at one of them can be one of a new batch's; the table's
     primary key (timestamp first) skips every other granule."""
@@ -128,6 +130,21 @@ def known_measurements(stamps: set[int]) -> str:
 
 
 GLOB_CHARS = re.compile(r"[*?\[]")
+# The longest text of a user's (a case id or glob, a metric's name, a run id) put into a
+# statement. ClickHouse refuses a statement past its max_query_size (256 KiB) with "Max
+# query size exceeded", and a glob's regex is up to four times its text once escaped and
+# quoted: 4,096 characters keeps the longest statement far below it, and no case id,
+# metric or run id benchflow or an importer makes comes near it.
+MAX_TEXT = 4096
+
+
+def check_text(text: str, what: str) -> str:
+    """`text`, refused in one line naming `what` when it is longer than MAX_TEXT."""
+    if len(text) > MAX_TEXT:
+        raise ConfigError([f"{what}: {len(text)} characters; expected at most {MAX_TEXT} "
+                           "(longer is no case id, metric or run id, and the store's query "
+                           "would be past ClickHouse's max_query_size)"])
+    return text
 
 
 def glob_regex(pattern: str) -> str:

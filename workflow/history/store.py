@@ -8,7 +8,10 @@ counted) and a second directory while one is open is an error naming both. Betwe
 processes chdb locks `<dir>/status` and a second process fails at once ("Another server
 instance in same directory is already running"); benchflow's own lock
 (`<dir>/benchflow.lock`) makes a second benchflow process wait its turn instead. What a
-store directory is, and how a damaged one is told, is history/layout.py's."""
+store directory is, and how a damaged one is told, is history/layout.py's; chdb never
+writes the store itself: a read runs on a snapshot, a write on a copy swapped in whole
+at its close or not at all (history/staging.py); what fails in chdb is told at the
+boundary (history/engine.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from urllib.parse import urlsplit
 from filelock import FileLock, Timeout
 
 from workflow.errors import ConfigError
-from workflow.history import layout, sql
+from workflow.history import engine, layout, sql, staging
 
 LOCK_TIMEOUT_S = 120
 LOCK_NAME = layout.LOCK_NAME
@@ -39,6 +42,8 @@ class _Embedded:
     write: bool = False
     users: int = 0
     created: list[str] = field(default_factory=list)  # the statements that made the table
+    failed: bool = False    # a write's statement failed: its copy is not swapped in
+    made_dir: bool = False  # a write that made the store's directory
 
 
 _OPEN: dict[str, _Embedded] = {}
@@ -55,6 +60,7 @@ class Store:
     statements: list[str] = field(default_factory=list, repr=False)
     closed: bool = False
     column_types: dict[str, str] | None = field(default=None, repr=False)
+    _abort: object = field(default=None, repr=False)  # () -> None; None: nothing to undo
 
     def execute(self, statement: str) -> None:
         self.statements.append(statement)
@@ -86,6 +92,12 @@ class Store:
         if self.column_types is None:
             self.column_types = {r["name"]: r["type"] for r in self.rows(sql.columns())}
         return self.column_types
+
+    def abort(self) -> None:
+        """What this connection wrote is not kept at its close (an embedded store's
+        write, history/staging.py); a server's rows, once sent, are its own."""
+        if self._abort is not None:
+            self._abort()
 
     def close(self) -> None:
         if not self.closed:
@@ -167,7 +179,11 @@ def _open_embedded(path: Path, *, write: bool, create: bool) -> Store:
     held.users += 1
 
     def query(statement: str) -> bytes:
-        return _chdb_result(held.session.query(statement), path)
+        try:
+            return engine.run(held.session, statement, path)
+        except BaseException:
+            held.failed = True  # a write with a failed statement is never swapped in
+            raise
 
     def close() -> None:
         held.users -= 1
@@ -175,35 +191,74 @@ def _open_embedded(path: Path, *, write: bool, create: bool) -> Store:
             del _OPEN[key]
             _stop(held, query)
 
+    def abort() -> None:
+        held.failed = True
+
     def send(_statement: str, names: list[str], types: dict, data: bytes) -> None:
         # The same INSERT reading the lines from a file instead of input() (chdb takes
-        # no request body). Beside the database, not in /tmp: the rows of a big run
-        # stay on the disk that will hold them anyway.
-        with tempfile.NamedTemporaryFile(dir=held.dir, prefix="insert-",
-                                         suffix=".jsonl") as f:
-            f.write(data)
-            f.flush()
-            query(sql.insert_rows(names, types, sql.file_source(f.name, names, types)))
+        # no request body). In the write's copy of the store: the rows of a big run stay
+        # on the disk that will hold them anyway.
+        try:
+            with tempfile.NamedTemporaryFile(dir=held.dir, prefix="insert-",
+                                             suffix=".jsonl") as f:
+                f.write(data)
+                f.flush()
+                query(sql.insert_rows(names, types, sql.file_source(f.name, names, types)))
+        except OSError as exc:
+            held.failed = True
+            if staging.out_of_space(exc):
+                raise engine.no_space(path, exc) from None
+            raise
 
     # A fresh store's CREATE statements, as a server's Store records them (the same
     # statements reach both).
     return Store(where=str(path), _query=query, _send=send, _close=close,
-                 statements=list(held.created))
+                 statements=list(held.created), _abort=abort)
 
 
 def _stop(held: _Embedded, query) -> None:
-    """Closes the session; a store written to gets its marker with the rows it now
-    holds (what the next open compares), a snapshot is removed."""
+    """Closes the session. A write's copy is swapped in when every statement of it
+    succeeded (its row count in the marker, what the next open compares), else removed,
+    the store as it was (history/staging.py); a read's snapshot is removed."""
     try:
-        rows = _count(query) if held.write else None
-        held.session.close()
-        if rows is not None:
-            layout.write_marker(held.path, rows)
+        if not held.write:
+            held.session.close()
+        elif held.failed:
+            try:
+                held.session.close()
+            finally:
+                staging.abort(held.path)
+        else:
+            _commit(held, query)
     finally:
-        if held.lock is not None:
-            held.lock.release()
-        if held.dir != held.path:
+        if not held.write:
             shutil.rmtree(held.dir, ignore_errors=True)
+        _release(held.path, held.lock, held.made_dir)
+
+
+def _commit(held: _Embedded, query) -> None:
+    try:
+        rows = _count(query)
+        held.session.close()
+        staging.commit(held.path, rows)
+    except BaseException as exc:
+        # Before the swap began (the copy's marker is its first step): undone. A swap
+        # stopped half way (it renames only, so no full disk stops it) is finished by
+        # the next open (staging.recover).
+        if not (held.path / layout.STAGING / layout.MARKER).exists():
+            staging.abort(held.path)
+        if staging.out_of_space(exc):
+            raise engine.no_space(held.path, exc) from None
+        raise
+
+
+def _release(path: Path, lock: FileLock | None, made_dir: bool) -> None:
+    """The lock released; a store directory this write made and left empty (a new
+    store the disk had no room for) removed, as it was before: absent."""
+    if lock is not None:
+        lock.release()
+    if made_dir and path.is_dir() and set(os.listdir(path)) <= {LOCK_NAME}:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _count(query) -> int:
@@ -217,7 +272,8 @@ def _start_embedded(path: Path, *, write: bool, create: bool) -> _Embedded:
         raise ConfigError([f"{path}: no history store there; expected the directory that "
                            "`benchflow history ingest` (or `snakemake results/history.html`)"
                            " made, or --store/--url"])
-    if kind == "absent":
+    made_dir = kind == "absent"
+    if made_dir:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -225,52 +281,62 @@ def _start_embedded(path: Path, *, write: bool, create: bool) -> _Embedded:
                                f"({exc.strerror}); expected a writable directory"]) from exc
     lock = _lock(path, required=write)
     try:
-        if kind in ("marked", "legacy"):
-            # What chdb makes of the store, seen on a snapshot first: the store itself
-            # is opened (or read) only once that found it whole.
+        if kind == "interrupted":
+            _recover(path, lock)
+            kind, marker = layout.state(path)
+        if not write:
+            # Read from a snapshot: chdb never writes the store to read it.
             copy = layout.snapshot(path)
             seen, _ = _start_checked(path, copy, marker)
-            if not write:
-                return _Embedded(path=path, session=seen, lock=lock, dir=copy)
-            seen.close()
-            shutil.rmtree(copy, ignore_errors=True)
-        session, made = _start_checked(path, path, marker, fresh=kind in ("absent", "empty"))
-        held = _Embedded(path=path, session=session, lock=lock, dir=path, write=True,
-                         created=made)
-        if kind in ("absent", "empty"):
-            layout.write_marker(path, 0)
-        return held
-    except BaseException:
-        if lock is not None:
-            lock.release()
+            return _Embedded(path=path, session=seen, lock=lock, dir=copy)
+        # A write works on a copy, swapped in at its close (history/staging.py).
+        work = staging.stage(path)
+        session, made = _start_checked(path, work, marker, fresh=kind in ("absent", "empty"),
+                                       write=True)
+        return _Embedded(path=path, session=session, lock=lock, dir=work, write=True,
+                         created=made, made_dir=made_dir)
+    except BaseException as exc:
+        if write:
+            staging.abort(path)
+        _release(path, lock, made_dir)
+        if staging.out_of_space(exc):
+            raise engine.no_space(path, exc) from None
         raise
 
 
-def _start_checked(path: Path, where: Path, marker: dict | None,
-                   fresh: bool = False) -> tuple[object, list[str]]:
-    """A chdb session on `where` (the store or its snapshot) once it holds what `path`'s
-    marker says: the table there, no part chdb set aside as broken when it started,
-    at least the rows the last write left (more: an ingest that stopped before it
-    rewrote the marker). With it, the statements that created a fresh store's table."""
-    from chdb import session as chdb_session  # a heavy import; only embedded stores need it
+def _recover(path: Path, lock: FileLock | None) -> None:
+    """A write that was stopped part way, finished or undone before anything reads or
+    writes the store; a reader that cannot take the lock (a read-only store) cannot."""
+    if lock is None:
+        raise layout.damaged(path, "a write to it was stopped part way (its "
+                             f"{layout.STAGING}/ or {layout.PREVIOUS}/ is there) and this "
+                             "process may not write it to finish or undo that")
+    staging.recover(path)
 
+
+def _start_checked(path: Path, where: Path, marker: dict | None, fresh: bool = False,
+                   write: bool = False) -> tuple[object, list[str]]:
+    """A chdb session on `where` (a copy of the store: a snapshot, or a write's copy)
+    once it holds what `path`'s marker says: the table there, no part chdb set aside as
+    broken when it started, at least the rows the last write left (more: a legacy store
+    or one an older benchflow wrote in place). With it, the statements that created a
+    fresh store's table."""
     before = layout.detached(where)
     try:
-        session = chdb_session.Session(str(where))
+        session = engine.session(path, where, fresh)
     except BaseException:
-        if where != path:
-            shutil.rmtree(where, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
         raise
     try:
         def query(statement: str) -> bytes:
-            return _chdb_result(session.query(statement), path)
+            return engine.run(session, statement, path)
 
         if fresh:
             made = Store(where=str(path), _query=query, _send=None, _close=None)
             _create(made)
             return session, made.statements
         broken = sorted(layout.detached(where) - before)
-        if broken:  # named where it lies in the store: chdb moved only its snapshot's
+        if broken:  # named where it lies in the store: chdb moved only its copy's
             part = Path(broken[0])
             part = part.parent.parent / part.name.split("_", 1)[-1]
             raise layout.damaged(path, f"a part is cut short or corrupt ({part}; chdb "
@@ -284,15 +350,25 @@ def _start_checked(path: Path, where: Path, marker: dict | None,
         if marker is not None and rows < marker["rows"]:
             raise layout.damaged(path, f"it holds {rows} rows, {marker['rows']} when "
                                  "benchflow last wrote it")
-        if where == path:
-            for statement in sql.add_projections():  # a legacy store's, if it lacks them
-                query(statement)
+        if write:
+            _add_projections(query)
         return session, []
     except BaseException:
         session.close()
-        if where != path:
-            shutil.rmtree(where, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
         raise
+
+
+def _add_projections(query) -> None:
+    """A legacy store's projections, where it lacks them. Only then: ClickHouse rewrites
+    the table's definition on every ALTER, even one that changes nothing."""
+    table = json.loads(query("SELECT create_table_query AS q FROM system.tables WHERE "
+                             f"database = {sql.quote(sql.DATABASE)} AND name = "
+                             "'oss_ci_benchmark_v3' FORMAT JSONEachRow"))["q"]
+    for statement in sql.add_projections():
+        name = statement.split("IF NOT EXISTS ", 1)[1].split()[0]
+        if f"PROJECTION {name} " not in table:
+            query(statement)
 
 
 def _lock(path: Path, *, required: bool) -> FileLock | None:
@@ -313,16 +389,6 @@ def _lock(path: Path, *, required: bool) -> FileLock | None:
         raise ConfigError([f"{path}: history store: cannot lock it ({exc.strerror}); "
                            "expected a writable directory (ingest and remove write)"]) from None
     return lock
-
-
-def _chdb_result(result, path: Path) -> bytes:
-    # chdb raises on a failed statement; a result carrying an error is checked too, so
-    # that a failure is never read as an empty answer.
-    if result is None:
-        return b""
-    if getattr(result, "has_error", None) and result.has_error():
-        raise RuntimeError(f"{path}: chdb: {result.error_message()}")
-    return result.bytes()
 
 
 def _open_server(url: str) -> Store:

@@ -192,7 +192,9 @@ def torch_provenance(sku: dict, char: dict) -> dict:
                if sku["torch"].get("threads_decided") else {}),
             **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
                if os.environ.get("SLURM_JOB_ID") else {}),
-            **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None}}
+            **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None},
+            # The worker's output passed the log's cap (stages/torch._note_log_cut).
+            **({"log_cut": char["log_cut"]} if char.get("log_cut") else {})}
 
 
 def unsupported_case(identity: dict, reason: str) -> dict:

@@ -26,11 +26,13 @@ def validate_report(report: dict) -> None:
 
 
 def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
-                 config_source: str, git_sha: str | None = None) -> dict:
+                 config_source: str, git_sha: str | None = None,
+                 notes: list[str] = ()) -> dict:
     """The report of `cases`; `git_sha` is the code's commit (backends/git.py: records
-    runs no tool), None where it is unknown."""
+    runs no tool), None where it is unknown; `notes` what the suite changed of its
+    files' own settings (stages.plan.report_notes), in provenance.notes when any."""
     starts = [c["provenance"].get("started_at") for c in cases if c["provenance"].get("started_at")]
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": {
@@ -45,6 +47,9 @@ def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
         },
         "cases": sorted(cases, key=lambda c: c["id"]),
     }
+    if notes:
+        report["provenance"]["notes"] = list(notes)
+    return report
 
 
 # --- reading a report back -------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workflow.errors import capped
 from workflow.records.storage import read_json, write_json
 from workflow.stats.enums import Status
 
@@ -20,6 +21,9 @@ from workflow.stats.enums import Status
 # (tools.device_absent_reason); `error` is that reason. After an ok compile, the case
 # assembler makes the case `compile-only` (records/case.py).
 NO_DEVICE = "no-device"
+# The most of a stage's `error` a record keeps: a reason is a line (errors.REASON_CHARS), a
+# tool's own words a few lines; far more is a tool gone wrong, not more to read.
+ERROR_CHARS = 4000
 _OWN = ("stage", "status", "failed_stage", "error", "started_at", "finished_at")
 
 
@@ -33,6 +37,13 @@ class StageResult:
     data: dict[str, Any] = field(default_factory=dict)
     started_at: str | None = None
     finished_at: str | None = None
+
+    def __post_init__(self):
+        # The common door of a tool's words into a case record (and so into report.md,
+        # report.html, the CSV, dashboard.json): capped here, saying so, whatever stage
+        # quoted them (issue 47).
+        if isinstance(self.error, str):
+            self.error = capped(self.error, ERROR_CHARS)
 
     @property
     def ok(self) -> bool:

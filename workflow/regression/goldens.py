@@ -372,6 +372,11 @@ def bless_benchmark_files(report: dict, granularity: int, *, sku: str | None = N
                "dispatch_count": comp.get("dispatch_count"),
                "binary_bytes": round_up(comp["binary_bytes"], granularity)
                if comp.get("binary_bytes") is not None else None}
+        if prov.get("torch_models"):  # a torch_models test: its own unkeyed fields
+            for field_name, old, value in file_goldens.set_test_goldens(
+                    edits[path], prov["torch_models"], new):
+                lines.append(f"  {path}: {field_name} {old} -> {value}")
+            continue
         for field_name, old, value in file_goldens.set_goldens(edits[path], key, new):
             lines.append(f"  {path}: {field_name}[{key}] {old} -> {value}")
     if write:

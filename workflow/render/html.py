@@ -217,6 +217,8 @@ def meta(report: dict, peak: dict | None) -> list[tuple[str, str]]:
                  + (f", {mem / 1024**3:.1f} GiB" if mem else "")),
         ("Measured peak", peak_text),
         ("Versions", versions),
+        # What the suite changed of its files' settings (e.g. a torchao_device override).
+        *([("Notes", "; ".join(prov["notes"]))] if prov.get("notes") else []),
     ]
     return [(k, str(v)) for k, v in items]
 

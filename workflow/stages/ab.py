@@ -29,7 +29,7 @@ from workflow.records.storage import read_json, write_json
 from workflow.regression.explain import explain, interval_noise_ms
 from workflow.stages.iree import benchmark_run, compile_module, export, iree_invocation, sku_tool
 from workflow.stages.kernels import profiled_kernels
-from workflow.stats.enums import ABVerdict, Status
+from workflow.stats.enums import ABVerdict
 
 
 def pair_invocation(argv: list[str], timeout: float, log: str, m: dict,
@@ -85,17 +85,24 @@ def build_modules(*, base: str, new: str, workload: str, skus: dict, spec: dict,
         compiled = compile_module(mlir=mlir, export_meta=meta, sku=skus[sku],
                                   timeout=timeouts["compile_s"], vmfb=vmfb,
                                   meta=compile_meta, log=log)
-        # A module this machine cannot run (a GPU target without the GPU) fails the row
-        # at its run stage, saying why, instead of a tool error in the first round.
-        absent = compiled.ok and iree.device_absent_reason(skus[sku]["iree"]["device"])
-        if absent:
-            compiled = StageResult(stage="run", status=Status.FAILED, failed_stage="run",
-                                   error=absent)
         if not compiled.ok:
             compiled.error = f"{sku}: {compiled.error}"
             return {}, compiled
         modules[sku] = vmfb
     return modules, None
+
+
+def _absent_side(skus: dict, sides: tuple[str, str]) -> str | None:
+    """Why a pair cannot be timed here: the first side whose device this machine lacks (a
+    GPU target without the GPU), named; None when both are here. Asked before the export
+    and the compiles, which would be made for nothing (issue 47): a pair is timed where
+    both devices are, never compiled only."""
+    for sku in sides:
+        absent = iree.device_absent_reason(skus[sku]["iree"]["device"])
+        if absent:
+            return (f"{sku}: {absent} (an A/B times both SKUs on the machine that runs it; "
+                    "nothing was built)")
+    return None
 
 
 def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, ab: dict,
@@ -121,6 +128,9 @@ def compare_pair(*, base: str, new: str, workload: str, skus: dict, spec: dict, 
             if choice.chip is None:
                 return _failed(row, "compile", f"{sku}: target_chip {gpu_chip.AUTO_CHIP!r}: "
                                f"{choice.reason}", out)
+    absent = _absent_side(skus, (base, new))
+    if absent:
+        return _failed(row, "run", absent, out)
     modules, failed = build_modules(base=base, new=new, workload=workload, skus=skus,
                                     spec=spec, timeouts=timeouts, log=log)
     if failed is not None:

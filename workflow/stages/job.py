@@ -6,19 +6,51 @@ the jobs it stopped and removes their partial outputs, so the rerun makes them a
 a job's KeyboardInterrupt traceback, 30 lines of it per job, would only read as a crash
 of benchflow's own. So a job ends by SystemExit instead, which unwinds as the interrupt
 would (the tools it started are killed on the way out, backends/proc.run_group) and
-prints nothing."""
+prints nothing.
+
+A write the machine refuses (a full disk or quota, a read-only file system: proc.
+MACHINE_ERRNOS) ends the job with one line naming the file, `benchflow: could not write
+PATH: No space left on device`: the traceback under it would say only where the disk ran
+out, which is nobody's bug, and read as a crash of benchflow's own (Snakemake prints the
+job's stderr). Any other exception keeps its traceback."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import types
+
+from workflow.backends.proc import MACHINE_ERRNOS
 
 # 128 + SIGINT: what a shell reports for a job it interrupted.
 INTERRUPTED = 130
 
 
 def end_quietly_on_ctrl_c() -> None:
+    """What every job script calls first: Ctrl-C and a refused write end it quietly."""
     signal.signal(signal.SIGINT, _end)
+    sys.excepthook = _machine_fault_in_one_line
+
+
+def machine_fault_line(exc: BaseException) -> str | None:
+    """The one line a write the machine refused ends a job with (None: another error).
+    A WriteError names its file; a bare OSError names it where the OS gave one."""
+    from workflow.records.storage import WriteError
+
+    if not isinstance(exc, OSError) or exc.errno not in MACHINE_ERRNOS:
+        return None
+    if isinstance(exc, WriteError):
+        return f"benchflow: {exc}"
+    where = f" {exc.filename}" if exc.filename else " a file (the OS did not say which)"
+    return f"benchflow: could not write{where}: {exc.strerror}"
+
+
+def _machine_fault_in_one_line(kind, exc, tb) -> None:
+    line = machine_fault_line(exc)
+    if line is None:
+        sys.__excepthook__(kind, exc, tb)
+    else:
+        print(line, file=sys.stderr)  # Python still exits 1, as for any uncaught error
 
 
 def _end(signum: int, frame: types.FrameType | None) -> None:

@@ -8,11 +8,16 @@ A result is reused only when its key matches (DESIGN.md, "Content keys"):
   SKU's settings but its description (and the opt-in of its compile flags), the builds
   of the SKU's compiler and benchmark tool and of iree.runtime (verify), the accuracy
   tolerances, whether the SKU's device is on the measuring machine, and for a SKU whose
-  `target_chip` is `auto` the chip and GPU it resolved to there. The MLIR and
-  module bytes are not known before the job; the files a case was made from are
+  `target_chip` is `auto` the chip and GPU it resolved to there, and the automatic
+  values as this machine resolves them (issue 47: the GPUs of `device: cuda`,
+  `target_cpu: host`'s CPU model, local-task's CPUs where no group count is set), which
+  are in its batch's content param too, resolved where the run is planned, so that
+  Snakemake reruns the batch on another machine instead of answering "Nothing to be
+  done". The MLIR and module bytes are not known before the job; the files a case was made from are
   fingerprinted when it is written and checked before it is reused (stages/iree_batch.py);
 - a torch batch: its plan, the model sources of its cases, the recipes' code, and the
-  torch and torchao builds its interpreter imports (a SKU's `torch.python` included).
+  torch and torchao builds its interpreter imports (a SKU's `torch.python` included),
+  and for `threads: 0` the CPUs this machine grants (for cuda workloads, its GPUs).
 
 Each key is a digest of named parts, and the parts are kept beside the key, so a log can
 say which part changed ("model sources changed: workflow/models/layers.py").
@@ -20,8 +25,10 @@ say which part changed ("model sources changed: workflow/models/layers.py").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 
 from workflow.backends.builds import (
     interpreter_build,
@@ -29,6 +36,9 @@ from workflow.backends.builds import (
     source_digest,
     tool_build,
 )
+from workflow.backends.iree import gpu_chip
+from workflow.backends.iree.host_cpu import HOST, host_key
+from workflow.measure.disturbance import granted_cpus
 from workflow.models.registry import DTYPES, load_model_files, model_sources
 
 # benchflow's own modules whose code shapes an artifact: the exporter writes the MLIR,
@@ -104,6 +114,52 @@ def dtype_tolerances(accuracy: dict) -> dict:
     return {dtype: accuracy[dtype] for dtype in DTYPES}
 
 
+@functools.lru_cache(maxsize=4)
+def _listed_gpus(_path: str | None, _stand_in: str | None) -> tuple:
+    """nvidia-smi's GPUs as (name, capability) pairs, asked once per process for a PATH
+    and stand-in (gpu_chip.FAKE_GPUS_ENV): a suite plans every batch of an auto SKU with
+    one answer, and a test that changes either gets a fresh one."""
+    gpus, _why = gpu_chip.cuda_gpus()
+    return tuple((g.name, g.capability_text) for g in gpus)
+
+
+def cuda_gpus_here() -> list[list[str]]:
+    """The NVIDIA GPUs this machine lists, [[name, capability], ...] (none: [])."""
+    return [list(g) for g in _listed_gpus(os.environ.get("PATH"),
+                                          os.environ.get(gpu_chip.FAKE_GPUS_ENV))]
+
+
+def iree_automatic(sku: dict) -> dict:
+    """What the SKU's automatic IREE settings are on this machine (issue 47): the GPUs
+    `device: cuda` runs on, whichever are here (what `target_chip: auto` is chosen for:
+    the chip follows from them and the compiler build, which the keys hold besides; a
+    machine that gained or changed its GPU measures again), the CPU model `target_cpu:
+    host` is resolved from (host_cpu.host_key), and the CPU count local-task's topology
+    is drawn from when the SKU leaves task_topology_max_group_count unset. Empty for a
+    CPU SKU that names each of them, whose keys are what they were."""
+    iree, out = sku.get("iree") or {}, {}
+    if iree.get("target_chip") == gpu_chip.AUTO_CHIP or iree.get("device") == "cuda":
+        out["cuda gpus"] = cuda_gpus_here()
+    if iree.get("target_backend") == "llvm-cpu" and iree.get("target_cpu") == HOST:
+        out["target_cpu host"] = host_key(iree.get("compile_tool"))
+    if iree.get("device") == "local-task" and not iree.get("task_topology_max_group_count"):
+        out["task topology cpus"] = os.cpu_count()
+    return out
+
+
+def torch_automatic(sku: dict, devices: set[str] = frozenset()) -> dict:
+    """What a torch SKU's automatic values are on this machine: for `threads: 0` the CPUs
+    this process is granted (measure/disturbance.granted_cpus), which the run's first
+    torch batch decides by too (stages/torch.run_threads); for workloads on `devices`
+    cuda, the GPUs here. Empty for a SKU naming its thread count on CPU workloads."""
+    torch, out = sku.get("torch") or {}, {}
+    if "threads" in torch and not torch["threads"]:
+        out["torch threads 0"] = granted_cpus()
+    if "cuda" in devices:
+        out["cuda gpus"] = cuda_gpus_here()
+    return out
+
+
 def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool,
                target_chip: dict | None = None) -> dict:
     """The parts of an IREE case's key; `case` is a batch plan entry (spec, identity).
@@ -119,6 +175,9 @@ def case_parts(case: dict, sku: dict, tolerances: dict, device_here: bool,
              "tools": iree_tools(sku), "tolerances": tolerances, "device here": device_here}
     if target_chip is not None:
         parts["target chip"] = target_chip
+    automatic = iree_automatic(sku)
+    if automatic:
+        parts["automatic values"] = automatic
     return parts
 
 
@@ -147,14 +206,20 @@ def iree_batch_content(specs: list[dict], sku: dict) -> dict:
     the tools they go through. Snakemake reruns the batch when one changes and
     `snakemake -n` prints the before and now of this dict; the job then re-measures only
     the cases whose own key changed."""
+    automatic = iree_automatic(sku)
     return {"model sources": _union_sources(specs),
             "exporter": source_digest(*EXPORTER), "torch": package_build("torch"),
-            "fx importer": package_build("iree-base-compiler"), **iree_tools(sku)}
+            "fx importer": package_build("iree-base-compiler"), **iree_tools(sku),
+            # Resolved here, where the run is planned, so that Snakemake reruns the batch
+            # on a machine where they differ; the batch's cases are keyed by them too.
+            **({"automatic values": automatic} if automatic else {})}
 
 
 def torch_batch_content(workloads: list[dict], sku: dict) -> dict:
     """A torch batch job's content param: its cases' model sources, the recipes' code and
     the torch / torchao builds of the interpreter that runs its workers."""
+    automatic = torch_automatic(sku, {w.get("device") for w in workloads})
     return {"model sources": _union_sources(workloads),
             "recipes": source_digest(*TORCH_RECIPES),
-            **interpreter_build((sku.get("torch") or {}).get("python"))}
+            **interpreter_build((sku.get("torch") or {}).get("python")),
+            **({"automatic values": automatic} if automatic else {})}

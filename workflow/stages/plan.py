@@ -12,6 +12,7 @@ from workflow.benchfile import plan as bench_plan
 from workflow.benchfile.select import attach
 from workflow.errors import ConfigError
 from workflow.suite.load import Suite, load
+from workflow.suite.overrides import yaml_scalars
 from workflow.suite.schema import DEFAULT_CONFIG
 
 
@@ -34,7 +35,8 @@ def load_suite(cli_configfiles, cli_overrides) -> Suite:
     overrides; raises Refused listing every problem (file, key path, expectation), a
     problem the overrides brought naming the override, not the file."""
     paths = [str(p) for p in cli_configfiles] or [str(DEFAULT_CONFIG)]
-    overrides = dict(cli_overrides or {})
+    # Nested values as YAML reads them (Snakemake leaves them strings): shown so too.
+    overrides = {k: yaml_scalars(v) for k, v in (cli_overrides or {}).items()}
     # The files are read here, not taken from Snakemake's merged `config`, so that
     # errors name the file they come from.
     try:
@@ -298,6 +300,15 @@ def batch_repair(batch: str) -> str | None:
     from workflow.stages.members import repair_note
 
     return repair_note(batch)
+
+
+def report_notes(suite: Suite) -> list[str]:
+    """What the report's provenance.notes says the suite changed of its files' own
+    settings: a torchao_device that moved entries off the device their file asked for."""
+    from workflow.suite.torchao import override_note
+
+    note = override_note(suite.config)
+    return [note] if note else []
 
 
 def report_records(suite: Suite, bench) -> list[dict]:

@@ -41,6 +41,7 @@ from functools import partial
 from pathlib import Path
 
 from workflow.backends.iree import tools as iree
+from workflow.backends.output import machine_fault
 from workflow.errors import StageError
 from workflow.measure.protocol import Observation, measure_one
 from workflow.records.stage import StageResult
@@ -186,6 +187,10 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
             fixed = {**m, "invocations": fit, "max_invocations": fit, "rerun_noisy": False}
             medians = measure_one(lambda: invoke(argv), fixed).values
         except StageError as exc:
+            fault = machine_fault(exc.message)
+            if fault:  # a full disk is no noise: said so, never judged as the case's
+                raise NotFeasible(f"a fault of this machine, not of the case: {fault}") \
+                    from None
             raise NotFeasible(f"{exc.stage} failed: {exc.message}") from None
     return medians, time.monotonic() - start
 

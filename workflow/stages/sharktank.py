@@ -16,6 +16,7 @@ from pathlib import Path
 
 from workflow.backends.iree import tools as iree
 from workflow.benchfile.flags import compile_flags, data_files, run_spec
+from workflow.errors import StageError
 from workflow.records.stage import StageResult
 from workflow.stages import iree as stages
 from workflow.stages.kernels import profiled_kernels
@@ -32,10 +33,13 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
     under the measurement protocol of the SKU (stages.measure)."""
     # The file says which device it runs on; the SKU how many workers local-task has.
     run_sku = {**sku, "iree": {**sku["iree"], "device": spec["device"]}}
+    test = spec.get("torch_models") or {}
 
     def body():
         tool = iree.benchmark_tool()
-        extra = [*spec["parameters"], *spec["benchmark_flags"]]
+        extra = [*spec["parameters"], *random_parameters(test), *spec["benchmark_flags"]]
+        if test.get("type") == "quality":
+            return check_quality(vmfb, list(modules), spec, extra, timeout, log)
         out = stages.measure(
             lambda **kw: iree.benchmark_argv(tool, vmfb, spec["function"], spec["inputs"],
                                              run_sku, modules=list(modules), extra_flags=extra,
@@ -46,6 +50,11 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
                 "kernels": profiled_kernels(out["command"], spec["measurement"], timeout, log)}
 
     upstream = [compile_meta, *module_metas]
+    if test.get("type") == "compstat":
+        # What the harness's compstat test measures is the compile: nothing runs.
+        skipped = not_run("run", timing, upstream, COMPSTAT_REASON)
+        return skipped if skipped is not None else run_stage("run", timing, [], upstream,
+                                                             dict)
     # Decided here, on the machine that would measure: no device, no run (compile-only).
     absent = iree.device_absent_reason(spec["device"])
     skipped = not_run("run", timing, upstream, absent) if absent else None
@@ -53,6 +62,53 @@ def run_benchmark_file(*, vmfb: str, compile_meta: str, spec: dict, sku: dict, t
         return skipped
     # A module this one loads failing to compile fails this case too, with its error.
     return run_stage("run", timing, [], upstream, body)
+
+
+COMPSTAT_REASON = ("a torch_models compstat test: compiled only, its dispatch count and "
+                   "binary size judged against golden_dispatch_count / golden_binary_size")
+
+
+def random_parameters(test: dict) -> list[str]:
+    """--parameters flags of a torch_models test's `type: random` weights, their archives
+    generated (or found by content) in its random_weights_dir."""
+    from workflow.benchfile.random_weights import archive
+
+    out = []
+    for w in test.get("random_weights", []):
+        try:
+            path = archive(w["mlir"], w["seed"], test["random_weights_dir"])
+        except (ValueError, OSError) as exc:  # IREE's MLIR parser: an MLIRError is one
+            raise StageError("run", f"random weights of {w['mlir']}: {exc}") from None
+        out.append(f"--parameters={w['scope']}={path}")
+    return out
+
+
+def check_quality(vmfb: str, modules: list[str], spec: dict, extra: list[str],
+                  timeout: float, log: str) -> dict:
+    """A torch_models quality test as the harness checks it: iree-run-module with its
+    --expected_output values and --expected_*_threshold tolerances (IREE's own
+    comparison, absolute per element type); a mismatch fails the case with its output."""
+    from workflow.backends.proc import log_tail, run_tool, tool_path
+
+    test = spec["torch_models"]
+    argv = [tool_path("iree-run-module"), *(f"--module={m}" for m in modules),
+            f"--module={vmfb}", f"--function={spec['function']}", f"--device={spec['device']}",
+            *(f"--input={i}" for i in spec["inputs"]), *extra,
+            *(f"--expected_output={e}" for e in test["expected_outputs"]),
+            *test["thresholds"]]
+    try:
+        run_tool(argv, stage="run", timeout=timeout, log=log)
+    except StageError:
+        # The tool prints each mismatch as `[FAILED] result[i]: ...` on stdout, after
+        # the outputs themselves: those lines are the reason, not the first ones.
+        failed = [line[:300] for line in log_tail(log, 1 << 20).splitlines()
+                  if line.startswith("[FAILED]")]
+        if not failed:
+            raise
+        raise StageError("run", "iree-run-module: outputs differ from the test's "
+                         f"expected_outputs beyond its tolerances: {failed[0]}"
+                         + "".join(f"\n{line}" for line in failed[1:])) from None
+    return {"device": spec["device"]}
 
 
 def select_files(configfile: list[str] | None, override: dict):

@@ -36,7 +36,9 @@ MARKER_KIND = "benchflow-suite-dir"
 # when the suite moves to a directory of its own, so that they name what they named where
 # snakemake was started.
 CWD_RELATIVE = (("benchmark_files", "dir"), ("benchmark_files", "artifacts_dir"),
-                ("benchmark_files", "external_files_dir"), ("goldens", "dir"))
+                ("benchmark_files", "external_files_dir"), ("goldens", "dir"),
+                *(("torch_models", k) for k in ("test_files", "modules", "external_files",
+                                                 "artifacts", "random_weights_dir")))
 
 
 @dataclass(frozen=True)

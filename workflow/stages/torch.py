@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from workflow.backends.builds import interpreter_versions
+from workflow.backends.output import log_cap_bytes
 from workflow.backends.proc import (
     Streaming,
     ended_by_own_bug,
@@ -88,34 +89,47 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
     current, deadline = None, time.monotonic() + timeout
     with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
                    log=log, env=python_env(python)) as worker:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                worker.kill()
-                return results, current, f"timeout after {timeout:g} s ({pass_name})"
-            line = worker.readline(min(left, 1.0))
-            if line is None:
-                continue
-            if not line:
-                break
-            msg = json.loads(line)
-            if msg["event"] == "start":
-                current, deadline = msg["case"], time.monotonic() + timeout
-            elif msg["event"] == "tick":  # a phase or an invocation done: a new step
-                deadline = time.monotonic() + timeout
-            elif msg["event"] == "result":
-                results[msg["case"]] = msg["result"]
-                current = None
-        code = worker.wait()
-        if ended_by_own_bug(code, plan_file):
-            tail = log_tail(log, 4000)
-            raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
-                         f"case {current}):\n{tail}")
-        if current is not None or code != 0:
-            tail = log_tail(log, 2000)
-            return results, current, first_lines(
-                f"torch worker {exit_reason(code)} ({pass_name}):\n{tail}")
-        return results, None, ""
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    worker.kill()
+                    return results, current, f"timeout after {timeout:g} s ({pass_name})"
+                line = worker.readline(min(left, 1.0))
+                if line is None:
+                    continue
+                if not line:
+                    break
+                msg = json.loads(line)
+                if msg["event"] == "start":
+                    current, deadline = msg["case"], time.monotonic() + timeout
+                elif msg["event"] == "tick":  # a phase or an invocation done: a new step
+                    deadline = time.monotonic() + timeout
+                elif msg["event"] == "result":
+                    results[msg["case"]] = msg["result"]
+                    current = None
+            code = worker.wait()
+            if ended_by_own_bug(code, plan_file):
+                tail = log_tail(log, 4000)
+                raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
+                             f"case {current}):\n{tail}")
+            if current is not None or code != 0:
+                tail = log_tail(log, 2000)
+                return results, current, first_lines(
+                    f"torch worker {exit_reason(code)} ({pass_name}):\n{tail}")
+            return results, None, ""
+        finally:
+            _note_log_cut(results, worker.log_cut, log)
+
+
+def _note_log_cut(results: dict[str, dict], cut: int, log: str | None) -> None:
+    """A worker whose output passed the log's cap (a model that prints without end): its
+    cases' records say so (provenance.log_cut), as its log does."""
+    if cut:
+        note = (f"log cut at {log_cap_bytes() / (1 << 20):g} MiB: {cut} bytes of the "
+                f"worker's output left out of {log}")
+        for result in results.values():
+            result["log_cut"] = note
 
 
 def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, tolerances: dict,

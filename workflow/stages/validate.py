@@ -7,7 +7,9 @@ Kinds are told apart by content, not by name, so that a file can live anywhere: 
 files carry `"kind": "benchflow-goldens"`, `benchflow run -o` results files
 `"kind": "benchflow-results"` (or are a Forge results list); an object with
 `schema_version` and `cases` and no kind is a report; a JSON object with `function_run`,
-`inputs` or a `golden_*` object is a sharktank-format benchmark file; anything else is a
+`inputs` or a `golden_*` object is a sharktank-format benchmark file (unless a `type` of
+benchmark, quality or compstat and `markers` make it an iree-test-suites torch_models
+test file; `mlir` and `compiler_flags` a torch_models module file); anything else is a
 suite.
 """
 
@@ -23,6 +25,8 @@ from workflow.records.storage import MAX_JSON_BYTES
 
 # What `benchflow validate` calls each kind of file when it is valid.
 KINDS = {"goldens": "a benchflow goldens file", "benchmark": "a sharktank-format benchmark file",
+         "torch_test": "an iree-test-suites torch_models test file",
+         "torch_module": "an iree-test-suites torch_models module file",
          "report": "a benchflow report", "results": "a `benchflow run -o` results file",
          "suite": "a benchflow suite", "json": "a JSON file"}
 
@@ -65,6 +69,13 @@ def kind_of(data) -> str:
         return "results"
     if isinstance(data, dict) and "kind" not in data and {"schema_version", "cases"} <= set(data):
         return "report"
+    from workflow.benchfile.torch_models import looks_like_module, looks_like_test
+
+    # Before sharktank's: a torch_models test has `inputs` too.
+    if looks_like_test(data):
+        return "torch_test"
+    if looks_like_module(data):
+        return "torch_module"
     if looks_like_file(data):
         return "benchmark"
     return "suite"
@@ -87,13 +98,15 @@ def file_problems(path: str | Path) -> Checked | None:
         from workflow.regression.goldens import problems_of
 
         return Checked(kind, problems_of(data, str(path)))
-    if kind in ("benchmark", "report", "results"):
+    if kind in ("benchmark", "torch_test", "torch_module", "report", "results"):
         from workflow.benchfile.parse import load_file
+        from workflow.benchfile.torch_models import load_module, load_test
         from workflow.records.report import read_report
 
         # Read as the commands that take it read it: `run` a benchmark file, `compare`,
         # `check` and `bless` a report, `coverage` a results file.
-        read = {"benchmark": load_file, "report": read_report,
+        read = {"benchmark": load_file, "torch_test": load_test, "torch_module": load_module,
+                "report": read_report,
                 "results": lambda p: read_report(p, results_files=True)}[kind]
         try:
             read(path)

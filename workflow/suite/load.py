@@ -23,8 +23,9 @@ from workflow.models.registry import all_models
 from workflow.paths import MAX_ID
 from workflow.records.schemas import did_you_mean
 from workflow.suite import shapes as shape_generators
+from workflow.suite.overrides import yaml_scalars
 from workflow.suite.schema import read_yaml, validate_suite
-from workflow.suite.torchao import translate_model_params
+from workflow.suite.torchao import sku_name_problems, translate_model_params
 
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 IREE = "iree"
@@ -246,10 +247,11 @@ def _suite_problems(ex: _Expansion, workloads: list[dict]) -> list[str]:
         problems.append(f"{ex.source}: backends: unknown backend {bad!r}; expected one of "
                         f"{ex.known_backends} (define torch backends under torch_backends)"
                         f"{did_you_mean([bad], ex.known_backends)}")
-    # A suite of benchmark files only (sharktank's JSON files) needs no workload.
-    if not workloads and not ex.config["benchmark_files"]["models"]:
-        problems.append(f"{ex.source}: workloads: expected at least one workload "
-                        "(or torchao model_params, or benchmark_files.models)")
+    # A suite of benchmark files (sharktank's, torch_models') only needs no workload.
+    if not (workloads or ex.config["benchmark_files"]["models"]
+            or ex.config["torch_models"]["test_files"]):
+        problems.append(f"{ex.source}: workloads: expected at least one workload (or torchao "
+                        "model_params, benchmark_files.models or torch_models.test_files)")
     return problems
 
 
@@ -283,6 +285,7 @@ def _entry_problems(ex: _Expansion, entry: dict, spec, where: str) -> list[str]:
     for bad in sorted(set(entry["backends"]) - set(ex.known_backends)):
         problems.append(f"{where}.backends: unknown backend {bad!r}; expected one of "
                         f"{ex.known_backends}{did_you_mean([bad], ex.known_backends)}")
+    problems += sku_name_problems(ex.config, entry, _entry_axes(ex.config, entry, spec), where)
     rank = len(spec.default_shape)
     if entry["matrix_shapes"] and rank != 3:
         problems.append(f"{where}.matrix_shapes: {spec.name} takes {spec.shape_doc}, "
@@ -480,7 +483,7 @@ def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -
                                f"got {type(data).__name__}"])
         raw = deep_merge(raw, data or {})
     if overrides:
-        raw = deep_merge(raw, overrides)
+        raw = deep_merge(raw, {k: yaml_scalars(v) for k, v in overrides.items()})
     source = ", ".join(str(p) for p in paths)
     # model_modules are relative to the (last) suite file that names them.
     return expand(validate_suite(raw, source, base_dir=paths[-1].parent), source)

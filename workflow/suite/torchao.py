@@ -34,7 +34,9 @@ use_torch_compile                 v1           true: torch.compile(torch_compile
 device                            v1 = v2      cpu, cuda, mps, xpu; one the machine lacks is
                                                recorded unsupported (torchao ran on the CPU);
                                                a file without `skus` runs each entry on a
-                                               SKU named for its device (cpu-host, cuda)
+                                               SKU named for its device (cpu-host, cuda);
+                                               the suite key torchao_device (benchflow's)
+                                               runs every entry on one device instead
 model_type                        v2           a registered model; transformer_block is
                                                torchao's [M, K, N] block with K the hidden
                                                size (torchao_transformer_block)
@@ -108,6 +110,12 @@ DEVICES = ("cpu", "cuda", "mps", "xpu")
 TORCHAO_SKUS = {CPU_SKU: CPU_SETTINGS}
 
 
+# The suite key that runs every entry on one device instead of its own (`--config
+# torchao_device=cpu`: torchao's published files are all `device: cuda`, and a CPU
+# machine would otherwise record every case unsupported).
+OVERRIDE_KEY = "torchao_device"
+
+
 def device_sku(device: str) -> str:
     """The SKU a torchao entry's device runs on where the file names no SKUs: cpu-host
     for the CPU, else the device's own name (cuda), so that a GPU case's id, folder,
@@ -115,21 +123,85 @@ def device_sku(device: str) -> str:
     return CPU_SKU if device == "cpu" else device
 
 
+# The device each name that device_sku gives stands for: such a name is what a report
+# row, a dashboard row and a golden file show as where a case ran.
+NAMED_DEVICES = {device_sku(d): d for d in DEVICES}
+
+
 def _entries(raw: dict) -> list:
     params = raw.get("model_params")
     return [params] if isinstance(params, dict) else params if isinstance(params, list) else []
+
+
+def device_override(raw) -> str | None:
+    """The suite's torchao_device where it is a device the schema takes (the schema
+    reports any other value), else None. Read before validation too."""
+    value = raw.get(OVERRIDE_KEY) if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value in DEVICES else None
+
+
+def override_problems(raw, source: str) -> list[str]:
+    """torchao_device in a suite without model_params entries would change nothing: it is
+    refused, not ignored, so that `--config torchao_device=cpu` never seems to have run
+    a suite somewhere it did not."""
+    if device_override(raw) is None or _entries(raw):
+        return []
+    return [f"{source}: {OVERRIDE_KEY}: {raw[OVERRIDE_KEY]!r} given to a suite without "
+            "torchao model_params entries; expected a torchao microbenchmark file (it moves "
+            "their `device`), or no torchao_device"]
+
+
+def override_note(config: dict) -> str | None:
+    """What the report's provenance says of a torchao_device that moved entries off the
+    device the file asked for, e.g. "torchao file asked cuda; run on cpu by
+    torchao_device=cpu"; None where it moved none."""
+    device = device_override(config)
+    asked = {e.get("device", "cpu") for e in _entries(config) if isinstance(e, dict)}
+    if device is None or not asked - {device}:
+        return None
+    return (f"torchao file asked {' and '.join(sorted(asked))}; run on {device} by "
+            f"{OVERRIDE_KEY}={device}")
+
+
+def sku_name_problems(config: dict, entry: dict, axes, where: str) -> list[str]:
+    """A SKU named for one device (cpu-host, cuda, mps, xpu: NAMED_DEVICES) that would
+    hold the torch cases of an entry of another: one line per SKU. An entry's torch cases
+    run on the entry's device (a SKU's settings name no torch device, and its name never
+    decides one), so such a name would file, report and send to the dashboard a CPU
+    measurement as a cuda one, or a cuda one as cpu-host's. `axes` are the SKUs and
+    backends the entry's cases go to (load._Axes); its IREE cases ("iree", load.IREE)
+    run where their SKU's iree section says, whatever the entry's device."""
+    if all(backend == "iree" for backend in axes.backends):
+        return []
+    device, out = entry["device"], []
+    moved = " (torchao_device)" if "_origin" in entry and device_override(config) else ""
+    for sku in axes.skus:
+        named = NAMED_DEVICES.get(sku)
+        if named is None or named == device:
+            continue
+        fix = (f"add a SKU {device_sku(device)} to the file's skus for its {device} entries"
+               if "_origin" in entry else f"list the entry's skus without {sku!r}")
+        key = "device" if "_origin" in entry else "skus"
+        out.append(f"{where}.{key}: its {device}{moved} torch cases would be measured and "
+                   f"reported under SKU {sku!r}, whose name says {named}; expected SKUs "
+                   f"named for where their cases run: {fix}, or rename SKU {sku!r} (e.g. "
+                   "after the machine)")
+    return out
 
 
 def with_torchao_skus(raw):
     """A torchao file (it has model_params) without `skus`: a SKU for each device its
     entries use (device_sku: CPU_SETTINGS for the CPU, ACCELERATOR_SETTINGS for the
     others), so that a file of `device: cuda` entries measures on a SKU named cuda, and
-    a file mixing devices gets both. Entries not yet validated are read defensively:
-    a device the schema refuses makes no SKU (the schema reports it)."""
+    a file mixing devices gets both; with torchao_device, the SKU of that device alone.
+    Entries not yet validated are read defensively: a device the schema refuses makes
+    no SKU (the schema reports it)."""
     if not (isinstance(raw, dict) and "model_params" in raw and "skus" not in raw):
         return raw
     devices = {e.get("device", "cpu") for e in _entries(raw)
                if isinstance(e, dict) and isinstance(e.get("device", "cpu"), str)}
+    if devices and device_override(raw):
+        devices = {device_override(raw)}
     skus = {device_sku(d): CPU_SETTINGS if d == "cpu" else ACCELERATOR_SETTINGS
             for d in DEVICES if d in devices}
     return {**raw, "skus": copy.deepcopy(skus or TORCHAO_SKUS)}
@@ -139,7 +211,9 @@ def entry_skus(config: dict, device: str) -> list[str]:
     """The SKUs a torchao entry of `device` runs on: the one named for its device where
     the suite's SKUs are all named for devices (as with_torchao_skus makes them, or as a
     file names them itself) and one is its device's; else every SKU of the suite ([]),
-    as a file that names its own SKUs has always had."""
+    as a file that names its own SKUs has always had. The names pick a SKU for a device,
+    never a device: where every SKU would hold an entry of another device than its name
+    says, the suite is refused (sku_name_problems), never filed under that name."""
     names = set(config["skus"])
     if names <= {device_sku(d) for d in DEVICES} and device_sku(device) in names:
         return [device_sku(device)]
@@ -184,7 +258,8 @@ def translate_model_params(config: dict) -> list[dict]:
 
     The torch.compile backends used are added to config["torch_backends"] as
     torch-inductor-<torch_compile_mode> (fullgraph, as torchao compiles). Each entry
-    runs on the SKU of its device (entry_skus).
+    runs on its device, the suite's torchao_device where it sets one, and on the SKU of
+    that device (entry_skus).
     """
     params = config.get("model_params") or []
     if isinstance(params, dict):
@@ -194,7 +269,7 @@ def translate_model_params(config: dict) -> list[dict]:
     out = []
     for i, entry in enumerate(params):
         model_type = entry.get("model_type", "linear")
-        device = entry.get("device", "cpu")
+        device = device_override(config) or entry.get("device", "cpu")
         out.append({
             "_origin": f"model_params[{i}]",
             "model": MODEL_TYPES.get(model_type, model_type),

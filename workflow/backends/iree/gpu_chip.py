@@ -5,11 +5,13 @@ answers (tools.check_target_chip), and recorded with why (issue 35)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 
 from workflow.backends.iree.tools import check_target_chip, compiler_version
 from workflow.backends.proc import Timeout, capture, exit_reason
+from workflow.errors import capped
 
 AUTO_CHIP = "auto"
 # The backends whose `auto` chip can be chosen. CUDA's sm_XY names are ordered by compute
@@ -34,6 +36,9 @@ FAKE_GPUS_ENV = "BENCHFLOW_TEST_NVIDIA_SMI"
 # of a second without creating a CUDA context.
 NVIDIA_SMI_QUERY = ("--query-gpu=name,compute_cap", "--format=csv,noheader")
 NVIDIA_SMI_TIMEOUT_S = 60
+# The most of one nvidia-smi line a reason quotes (errors.capped says it was cut): the
+# reason enters every case record of the SKU and every report made from them.
+LINE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -48,19 +53,36 @@ class Gpu:
         return f"{self.capability[0]}.{self.capability[1]}"
 
 
+# A line nvidia-smi writes about the machine rather than a GPU's row, seen on stdout
+# before the rows of a working GPU ("WARNING: infoROM is corrupted at gpu 0000:00:04.0"):
+# skipped, never read as a GPU nor as "no GPU here".
+_WARNING = re.compile(r"\s*warning\b", re.IGNORECASE)
+# A data row of NVIDIA_SMI_QUERY in nvidia-smi's documented `csv,noheader` format: the
+# queried fields in order, comma-separated, unquoted: a name (NVML's names fit in 96
+# bytes: NVML_DEVICE_NAME_V2_BUFFER_SIZE) and a compute capability "major.minor".
+_DATA_ROW = re.compile(r"([^,\x00-\x1f]{1,96}), (\d{1,3})\.(\d{1,3})")
+
+
 def parse_nvidia_smi(text: str) -> list[Gpu]:
     """The GPUs of `nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader` output
-    (one "NVIDIA H100 80GB HBM3, 9.0" a line); ValueError naming a line that is not so."""
+    (one "NVIDIA H100 80GB HBM3, 9.0" a line, warning lines skipped); ValueError naming,
+    capped, the first line that is neither a data row nor a warning."""
     gpus = []
     for line in text.splitlines():
-        if not line.strip():
+        if not line.strip() or _WARNING.match(line):
             continue
-        name, sep, cap = line.rpartition(",")
-        major, dot, minor = cap.strip().partition(".")
-        if not (sep and name.strip() and dot and major.isdigit() and minor.isdigit()):
-            raise ValueError(f"not a 'name, compute_cap' line of nvidia-smi: {line!r}")
-        gpus.append(Gpu(name.strip(), (int(major), int(minor))))
+        row = _DATA_ROW.fullmatch(line.strip())
+        if row is None or not row[1].strip():
+            raise ValueError(f"not a 'name, compute_cap' line of nvidia-smi: "
+                             f"{capped(repr(line), LINE_CHARS)}")
+        gpus.append(Gpu(row[1].strip(), (int(row[2]), int(row[3]))))
     return gpus
+
+
+def _warnings(text: str) -> str:
+    """nvidia-smi's warning lines, for a reason that says there was no data row."""
+    found = [line.strip() for line in text.splitlines() if _WARNING.match(line)]
+    return f" (it warned: {capped('; '.join(found), LINE_CHARS)})" if found else ""
 
 
 def cuda_gpus(*, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> tuple[list[Gpu], str | None]:
@@ -80,7 +102,7 @@ def cuda_gpus(*, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> tuple[list[Gpu], str 
         except OSError as exc:
             return [], f"no NVIDIA GPU here: could not run nvidia-smi: {exc}"
         if proc.returncode != 0:
-            said = " ".join((proc.stdout + proc.stderr).split())[:300]
+            said = capped(" ".join((proc.stdout + proc.stderr).split()), LINE_CHARS)
             return [], (f"no NVIDIA GPU here: nvidia-smi {exit_reason(proc.returncode)}"
                         + (f" ({said})" if said else ""))
         text, where = proc.stdout, "nvidia-smi"
@@ -88,7 +110,7 @@ def cuda_gpus(*, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> tuple[list[Gpu], str 
         gpus = parse_nvidia_smi(text)
     except ValueError as exc:
         return [], f"no NVIDIA GPU here: {where} answered unreadably: {exc}"
-    return gpus, None if gpus else f"no NVIDIA GPU here: {where} lists no GPU"
+    return gpus, None if gpus else f"no NVIDIA GPU here: {where} lists no GPU{_warnings(text)}"
 
 
 def sm_capability(chip: str) -> tuple[int, int]:

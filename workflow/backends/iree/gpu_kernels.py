@@ -40,7 +40,7 @@ from pathlib import Path
 from workflow.backends.iree.profile import call_ms, merged_row, profile_argv, ranked_rows
 from workflow.backends.iree.tools import TIME_UNIT_MS, tool_output
 from workflow.backends.proc import run_tool
-from workflow.errors import ConfigError, StageError
+from workflow.errors import REASON_CHARS, ConfigError, StageError, capped
 from workflow.files import read_bytes
 
 # The tools looked for, in order of preference (module docstring).
@@ -61,6 +61,8 @@ _NOT_IN_KERNEL_NAME = re.compile(r"[^A-Za-z0-9_]")
 _CUDA_DEVICE = re.compile(r"--device=cuda(?::|$)")
 # A kernel summary is a line per kernel name: far below this even for a large model.
 MAX_STATS_BYTES = 64 << 20
+# The most of a kernel's name a row keeps (errors.capped).
+NAME_CHARS = 4000
 # nsys stats' column headers carry the time unit: "Total Time (ns)".
 _UNIT = re.compile(r"(.+) \((ns|us|ms|s)\)")
 
@@ -125,23 +127,45 @@ def _time(row: list[str], index: dict[str, int], column: str, unit_ms: float) ->
     return value * unit_ms
 
 
+def _csv_lines(text: str) -> list[list[str]]:
+    """The records of a CSV table as nsys stats writes it (RFC 4180: fields quoted with
+    `"`, a quote doubled inside one, every record ending in a newline), blank lines
+    dropped. A table cut short is refused, never read as the rows it still has: a file
+    that does not end in a newline (a table cut inside its last row: kernel
+    `main_async_dis`), or a quote left open (strict csv)."""
+    if not text.strip():
+        raise ValueError(f"empty; expected nsys stats' {NSYS_REPORT} CSV")
+    if not text.endswith("\n"):
+        tail = text.rsplit("\n", 1)[-1]
+        raise ValueError(f"truncated: the table does not end with a newline, as nsys ends "
+                         f"every row; its last row is cut short: {capped(repr(tail), 200)}")
+    try:
+        return [row for row in csv.reader(text.splitlines(keepends=True), strict=True)
+                if row]
+    except csv.Error as exc:
+        # csv's words for a quote that never closes: "unexpected end of data".
+        why = " (a quoted field left open)" if "end of data" in str(exc) else ""
+        raise ValueError(f"truncated or not CSV: {exc}{why}") from None
+
+
 def nsys_kernel_rows(text: str) -> list[dict]:
     """The rows of `nsys stats --report cuda_gpu_kern_sum --format csv`: one per kernel
     name, {name, count (instances), total_ms, min_ms, max_ms}, in the file's order (times
     converted from the unit its header names). Anything that is not such a table raises
     ValueError."""
-    lines = [line for line in csv.reader(text.splitlines()) if line]
-    if not lines:
-        raise ValueError(f"empty; expected nsys stats' {NSYS_REPORT} CSV")
+    lines = _csv_lines(text)
     index, unit_ms = _columns(lines[0])
     rows = []
     with tool_output(f"nsys stats' {NSYS_REPORT} CSV"):
         for n, row in enumerate(lines[1:], 2):
             if len(row) != len(lines[0]):
-                raise ValueError(f"line {n}: {len(row)} fields; expected {len(lines[0])}")
+                raise ValueError(f"line {n}: {len(row)} fields; expected {len(lines[0])}, "
+                                 "as the header has (a row cut short?)")
             try:
                 count = int(row[index["Instances"]])
-                rows.append({"name": row[index["Name"]], "count": count,
+                # A kernel's name enters the record: capped, saying so (a C++ template
+                # kernel's demangled name runs to hundreds of characters, not millions).
+                rows.append({"name": capped(row[index["Name"]], NAME_CHARS), "count": count,
                              "total_ms": _time(row, index, "Total Time", unit_ms),
                              "min_ms": _time(row, index, "Min", unit_ms),
                              "max_ms": _time(row, index, "Max", unit_ms)})
@@ -220,8 +244,8 @@ def _nsys_rows(nsys: str, program: list[str], *, timeout: float,
     try:
         return nsys_kernel_rows(text), per_call
     except ValueError as exc:
-        raise StageError("profile", f"unreadable nsys stats output {table.name}: {exc}"
-                         ) from None
+        raise StageError("profile", f"unreadable nsys stats output {table.name}: "
+                         f"{capped(str(exc), REASON_CHARS)}") from None
 
 
 def profile_gpu_case(benchmark_argv: list[str], *, timeout: float, log: str | None = None,

@@ -223,7 +223,9 @@ def _function_name(symbol: str) -> str:
 
 def _csv_line(line: str) -> list[str]:
     try:
-        return next(csv.reader([line]))
+        # strict: a quote left open (a file cut inside a quoted symbol) is an error, not
+        # a field that runs to the end of the line (issue 47).
+        return next(csv.reader([line], strict=True))
     except csv.Error as exc:  # a NUL, a field past csv's size limit: not the tool's file
         raise ValueError(f"{line[:80]!r}: {exc}") from None
 
@@ -253,6 +255,11 @@ def compile_statistics(text: str) -> dict:
     order, each {name, count} (count: its dispatch sites in the execution regions;
     initializers, which run once when the module loads and are never profiled, left
     out). Text that is not such a file raises ValueError."""
+    if text.strip() and not text.endswith("\n"):
+        # The compiler ends every line; a file that does not was cut short, and its last
+        # row would name half a dispatch function.
+        raise ValueError(f"truncated: does not end with a newline; its last line is "
+                         f"{text.rsplit(chr(10), 1)[-1][:80]!r}")
     counts = {"dispatch_count": 0, "executable_count": 0}
     sites: dict[str, int] = {}
     aggregates = 0

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from workflow.backends.proc import Timeout, capture, exit_reason, tool_path
-from workflow.errors import ConfigError, StageError
+from workflow.errors import ConfigError, StageError, capped
 from workflow.files import read_bytes
 from workflow.records.provenance import package_version
-from workflow.records.storage import MAX_JSON_BYTES, write_json
+from workflow.records.storage import MAX_JSON_BYTES, WriteError, write_json
 
 # numpy dtype name (or torch's, for bf16) -> IREE element type of --input.
 IREE_ELEMENT_TYPES = {
@@ -64,7 +64,7 @@ def tool_version(tool: str) -> str | None:
     if found:
         return found[1] + (f" @ {found[2][:12]}" if found[2] else "")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0][:200] if lines else None
+    return capped(lines[0], 200) if lines else None
 
 
 def runtime_version() -> str | None:
@@ -169,9 +169,9 @@ def _first_error(stderr: str) -> str:
     """The compiler's first `error:` line, without its location prefix."""
     for line in stderr.splitlines():
         if "error:" in line:
-            return line.split("error:", 1)[1].strip()
+            return capped(line.split("error:", 1)[1].strip())
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    return lines[0] if lines else "no diagnostic"
+    return capped(lines[0]) if lines else "no diagnostic"
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ def device_absent_reason(device: str, *, timeout: float = DEVICE_PROBE_TIMEOUT_S
                 f"{exit_reason(proc.returncode)}")
     if answer.get("error"):
         text = answer["error"]
-        return f"{where}: iree.runtime's {device} driver is unavailable ({text[:300]})"
+        return f"{where}: iree.runtime's {device} driver is unavailable ({capped(text)})"
     if not answer.get("devices"):
         return f"{where}: iree.runtime's {device} driver lists no device"
     return None
@@ -379,7 +379,9 @@ def parse_benchmark_json(text: str) -> BenchmarkRun:
                 reps.append(float(b["real_time"]) * TIME_UNIT_MS[b["time_unit"]])
         if not reps:
             raise ValueError("no repetition entries in iree-benchmark-module output")
-        ctx = {k: v for k, v in data.get("context", {}).items() if k != "caches"}
+        # Recorded as the tool gave them (provenance): its strings capped, saying so.
+        ctx = {k: capped(v) if isinstance(v, str) else v
+               for k, v in data.get("context", {}).items() if k != "caches"}
     return BenchmarkRun(repetition_ms=reps, aggregates_ms=aggs, cv=cv, context=ctx)
 
 
@@ -397,7 +399,14 @@ def write_input_files(npz_path: str, dtypes: list[str], out_dir: Path) -> list[s
                 arr = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16)
                 arr = arr.astype(np.uint16)
             path = out_dir / f"arg{i}.bin"
-            np.ascontiguousarray(arr).tofile(path)
+            # Not ndarray.tofile: its short write on a full disk is an OSError without
+            # the errno ("65536 requested and 16384 written"), which no caller can tell
+            # from our own bug; a file's write keeps ENOSPC, named with the file.
+            try:
+                with open(path, "wb") as fh:
+                    fh.write(np.ascontiguousarray(arr).data)
+            except OSError as exc:
+                raise WriteError(path, exc) from None
             dims = "x".join(str(d) for d in arr.shape)
             etype = IREE_ELEMENT_TYPES[dtype]
             out.append(f"{dims}x{etype}=@{path}" if dims else f"{etype}=@{path}")

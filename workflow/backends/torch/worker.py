@@ -46,6 +46,7 @@ from workflow.backends.torch.recipes import (
 )
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.measure.cost import Cost
+from workflow.models.outputs import checked_outputs
 from workflow.records.storage import WriteError
 from workflow.stats.enums import Status
 
@@ -148,6 +149,12 @@ def serve(plan: dict, commands=sys.stdin) -> None:
     except Unsupported as exc:
         emit("result", case["id"], result={"status": Status.UNSUPPORTED, "reason": str(exc)})
         return
+    if prepared.mode != "training":  # a training step checks its loss's tensor itself
+        # A forward that returns no tensor (None from a forgotten `return`) fails the case
+        # before a block is timed, as the batch's first call fails it (models/outputs.py):
+        # an A/B pair of two Nones would be timed and judged. The TypeError is raised in
+        # models/, so main's _failed records it as the case's failure, not our bug.
+        checked_outputs(prepared.forward())
     emit("ready", case["id"], warmup_calls=calls)
     for line in commands:
         if line.strip() == "profile":  # after the rounds: the side's per-op profile

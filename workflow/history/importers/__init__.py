@@ -48,6 +48,9 @@ class Run:
     # Entries of the file that gave no rows and why (a Forge entry with "error": a
     # failed run has no numbers), "entries[3]: ..." each.
     skipped: list[str] = field(default_factory=list)
+    # The cases (a Forge file's entries) the run was made of, rows or not: a run of
+    # failed cases has none of its own, and is named "nothing ingestible" by them.
+    cases: int = 0
 
 
 def run_id_of(rows: list[dict], timestamp: int) -> str:
@@ -61,16 +64,45 @@ def run_id_of(rows: list[dict], timestamp: int) -> str:
 
 
 def make_run(source: str, path: Path, timestamp: int, rows: list[dict],
-             meta: dict | None = None, skipped: list[str] | None = None) -> Run:
+             meta: dict | None = None, skipped: list[str] | None = None,
+             cases: int | None = None) -> Run:
+    """`cases`: how many the file's run was made of (default: the rows' case ids)."""
     meta = {k: v for k, v in (meta or {}).items() if k in META_KEYS and v not in (None, "")}
+    if cases is None:
+        cases = len({r["benchmark"].get("extra_info", {}).get("case_id") for r in rows})
     return Run(run_id=run_id_of(rows, timestamp), source=source, path=str(path),
-               timestamp=int(timestamp), meta=meta, rows=rows, skipped=list(skipped or []))
+               timestamp=int(timestamp), meta=meta, rows=rows, skipped=list(skipped or []),
+               cases=cases)
 
 
 def problem(path: Path, key: str, what: str, expected: str) -> ConfigError:
     """`<file>: <key>: <problem>; expected <what>`, one line."""
     where = f"{key}: " if key else ""
     return ConfigError([f"{path}: {where}{what}; expected {expected}"])
+
+
+def json_type(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+
+
+def shown(value) -> str:
+    out = json.dumps(value, default=str)
+    return out if len(out) <= 60 else out[:57] + "..."
+
+
+def text_field(path: Path, where: str, value, default: str) -> str:
+    """A string column's value: a string, or a number's text (as ClickHouse reads a JSON
+    number into a String column); absent or empty, `default`. A list, an object or a
+    boolean is refused: stored, it would be Python's repr of it."""
+    if value is None or value == "" or value == 0:
+        return default
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise problem(path, where, f"{shown(value)} is {json_type(value)}", "a string")
 
 
 def unix_time(value, path: Path, key: str) -> int:

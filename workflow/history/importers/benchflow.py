@@ -67,7 +67,8 @@ def _report_run(path: Path, report: dict):
     rows = measured_times(dashboard.records(report, peak_beside(path)), report["cases"],
                           path, run_time)
     return make_run(SOURCE, path, run_time, rows,
-                    {"head_sha": prov.get("git_sha"), "name": dashboard.BENCHMARK_NAME})
+                    {"head_sha": prov.get("git_sha"), "name": dashboard.BENCHMARK_NAME},
+                    cases=len(report["cases"]))
 
 
 def peak_beside(path: Path) -> dict | None:
@@ -114,7 +115,8 @@ def _record_run(path: Path, case: dict, index: int):
               "cases": [case]}
     run_time = unix_time(when, path, f"cases[{index}].provenance.started_at")
     rows = measured_times(dashboard.records(report), [case], path, run_time)
-    return make_run(SOURCE, path, run_time, rows, {"name": dashboard.BENCHMARK_NAME})
+    return make_run(SOURCE, path, run_time, rows, {"name": dashboard.BENCHMARK_NAME},
+                    cases=1)
 
 
 def _upgraded(path: Path, doc) -> dict | None:

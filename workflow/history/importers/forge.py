@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from workflow.history.importers import case_id, make_run, need_time, problem, unix_time
+from workflow.history.importers import case_id, make_run, need_time, problem, text_field, unix_time
 from workflow.records.results_file import is_forge_results
 from workflow.render import dashboard
 
@@ -105,15 +105,17 @@ def _entry_run(path: Path, entry: dict, index: int):
     meta = {"head_sha": entry.get("hash"), "name": SOURCE}
     if "error" in entry:
         return make_run(SOURCE, path, when, [], meta,
-                        [f"{key}: failed run ({cid}): {entry.get('error')}"])
-    bench = {"name": SOURCE, "mode": mode, "dtype": str(args.get("dataformat") or "unknown"),
+                        [f"{key}: failed run ({cid}): {entry.get('error')}"], cases=1)
+    arch = text_field(path, f"{key}.arch", arch, "unknown")
+    dtype = text_field(path, f"{key}.args.dataformat", args.get("dataformat"), "unknown")
+    bench = {"name": SOURCE, "mode": mode, "dtype": dtype,
              "extra_info": dashboard.strings({
-                 "device": DEVICE, "arch": str(arch or "unknown"), "case_id": cid,
+                 "device": DEVICE, "arch": arch, "case_id": cid,
                  "math_fidelity": args.get("math_fidelity"),
                  "loop_count": args.get("loop_count"), "chips": args.get("chips"),
                  "cached": entry.get("cached")})}
-    model = {"name": str(args.get("model") or "unknown"),
-             "type": str(args.get("model") or "unknown"), "backend": SOURCE,
+    name = text_field(path, f"{key}.args.model", args.get("model"), "unknown")
+    model = {"name": name, "type": name, "backend": SOURCE,
              "origins": [ORIGIN],
              "extra_info": dashboard.strings({"config": args.get("config"),
                                               "layers": args.get("layers"),
@@ -123,7 +125,7 @@ def _entry_run(path: Path, entry: dict, index: int):
         entry.get("total_time"), entry.get("total_samples"), entry.get("samples_per_sec"),
         args.get("microbatch"))]
     skipped = [] if rows else [f"{key}: no finite total_time/samples_per_sec ({cid})"]
-    return make_run(SOURCE, path, when, rows, meta, skipped)
+    return make_run(SOURCE, path, when, rows, meta, skipped, cases=1)
 
 
 def _measurements(path: Path, doc: dict) -> dict[str, float]:
@@ -148,19 +150,23 @@ def _perf_report_run(path: Path, doc: dict, when: int):
     cid = case_id("forge", doc.get("model"), config.get("model_size"), mode,
                   doc.get("precision"), doc.get("batch_size"), shape,
                   doc.get("num_layers"), device.get("arch"), device.get("chips"))
-    bench = {"name": SOURCE, "mode": mode, "dtype": str(doc.get("precision") or "unknown"),
+    bench = {"name": SOURCE, "mode": mode,
+             "dtype": text_field(path, "precision", doc.get("precision"), "unknown"),
              "extra_info": dashboard.strings({
-                 "device": DEVICE, "arch": str(device.get("arch") or "unknown"),
+                 "device": DEVICE,
+                 "arch": text_field(path, "device_info.arch", device.get("arch"), "unknown"),
                  "case_id": cid, "run_type": doc.get("run_type"),
                  "dataset": doc.get("dataset_name"), "chips": device.get("chips")})}
-    model = {"name": str(doc.get("model") or "unknown"),
-             "type": str(doc.get("model_type") or doc.get("model") or "unknown"),
+    name = text_field(path, "model", doc.get("model"), "unknown")
+    model = {"name": name,
+             "type": text_field(path, "model_type", doc.get("model_type"), name),
              "backend": SOURCE, "origins": [ORIGIN],
              "extra_info": dashboard.strings({"config": config or None,
                                               "layers": doc.get("num_layers"),
                                               "batch_size": doc.get("batch_size"),
                                               "shape": shape})}
-    run = _runner(doc.get("device_ip"), device.get("device_name") or device.get("arch"))
+    run = _runner(doc.get("device_ip"), text_field(
+        path, "device_info.device_name", device.get("device_name"), bench["extra_info"]["arch"]))
     values = _measurements(path, doc)
     rows = [_row(bench, model, run, *m) for m in _metrics(
         values.get("total_time"), values.get("total_samples"), None, doc.get("batch_size"))]

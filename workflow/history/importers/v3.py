@@ -36,7 +36,16 @@ import json
 import math
 from pathlib import Path
 
-from workflow.history.importers import META_KEYS, case_id, make_run, problem, unix_time
+from workflow.history.importers import (
+    META_KEYS,
+    case_id,
+    json_type,
+    make_run,
+    problem,
+    shown,
+    text_field,
+    unix_time,
+)
 from workflow.render import dashboard
 
 SOURCE = "v3"
@@ -78,25 +87,38 @@ def json_lines(text: str) -> list[dict] | None:
     return out or None
 
 
-def _map(value) -> dict[str, str]:
-    return dashboard.strings(value) if isinstance(value, dict) else {}
+def _typed(path: Path, where: str, value, kind: type, default):
+    """`value` when it is a `kind` (dict, list), `default` when absent (null); any other
+    JSON type refused, naming the key: stored, it would be Python's repr of it, or a
+    string's letters taken as a list's entries."""
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise problem(path, where, f"{shown(value)} is {json_type(value)}",
+                      "an object" if kind is dict else "a list")
+    return value
 
 
-def _tuple(obj, strings: tuple, defaults: dict) -> dict:
+def _map(path: Path, where: str, value) -> dict[str, str]:
+    return dashboard.strings(_typed(path, where, value, dict, {}))
+
+
+def _tuple(path: Path, where: str, obj, strings: tuple, defaults: dict) -> dict:
     """A tuple's fields (str), the rest of the object into its extra_info."""
-    obj = obj if isinstance(obj, dict) else {}
-    extra = _map(obj.get("extra_info"))
+    obj = _typed(path, where, obj, dict, {})
+    extra = _map(path, f"{where}.extra_info", obj.get("extra_info"))
     extra.update(dashboard.strings({k: v for k, v in obj.items()
                                     if k not in strings and k != "extra_info"}))
-    out = {k: str(obj.get(k) or defaults.get(k, "")) for k in strings}
+    out = {k: text_field(path, f"{where}.{k}", obj.get(k), defaults.get(k, "")) for k in strings}
     out["extra_info"] = extra
     return out
 
 
-def _benchmark(row: dict) -> dict:
-    raw = row.get("benchmark") if isinstance(row.get("benchmark"), dict) else {}
-    model = row.get("model") if isinstance(row.get("model"), dict) else {}
-    bench = _tuple(raw, ("name", "mode", "dtype"), {"name": "unknown", "dtype": "unknown"})
+def _benchmark(path: Path, row: dict, where: str) -> dict:
+    raw = _typed(path, f"{where}.benchmark", row.get("benchmark"), dict, {})
+    model = _typed(path, f"{where}.model", row.get("model"), dict, {})
+    bench = _tuple(path, f"{where}.benchmark", raw, ("name", "mode", "dtype"),
+                   {"name": "unknown", "dtype": "unknown"})
     extra = {k: v for k, v in bench["extra_info"].items() if k not in INGEST_KEYS}
     if bench["mode"] not in ("inference", "training"):
         if bench["mode"]:
@@ -105,7 +127,8 @@ def _benchmark(row: dict) -> dict:
             extra["mode_absent"] = "true"
         bench["mode"] = "inference"
     extra.setdefault("case_id", case_id(
-        "v3", raw.get("name"), model.get("name"), model.get("backend"), raw.get("dtype"),
+        "v3", raw.get("name"), text_field(path, f"{where}.model.name", model.get("name"), ""),
+        text_field(path, f"{where}.model.backend", model.get("backend"), ""), raw.get("dtype"),
         extra.get("device"), extra.get("arch")))
     extra.setdefault("device", "unknown")
     extra["arch"] = extra.get("arch") or "unknown"
@@ -114,38 +137,48 @@ def _benchmark(row: dict) -> dict:
     return bench
 
 
-def _model(row: dict, bench: dict) -> dict:
-    raw = row.get("model") if isinstance(row.get("model"), dict) else {}
-    model = _tuple({k: v for k, v in raw.items() if k != "origins"},
+def _model(path: Path, row: dict, where: str, bench: dict) -> dict:
+    where = f"{where}.model"
+    raw = _typed(path, where, row.get("model"), dict, {})
+    model = _tuple(path, where, {k: v for k, v in raw.items() if k != "origins"},
                    ("name", "type", "backend"), {"name": "unknown", "type": "unknown"})
-    origins = [str(o) for o in raw.get("origins") or [] if o]
-    model["origins"] = origins or [bench["name"]]
+    listed = _typed(path, f"{where}.origins", raw.get("origins"), list, [])
+    origins = [text_field(path, f"{where}.origins[{i}]", o, "") for i, o in enumerate(listed)]
+    model["origins"] = [o for o in origins if o] or [bench["name"]]
     return model
 
 
 def _metric(path: Path, row: dict, where: str) -> dict:
-    raw = row["metric"] if isinstance(row["metric"], dict) else {}
+    raw = _typed(path, f"{where}.metric", row["metric"], dict, {})
     values = raw.get("benchmark_values")
     values = values if isinstance(values, list) else [values]
+    for j, value in enumerate(values):
+        # A finite number or a non-finite one (dropped below, as before); anything else
+        # (a string, a boolean, null, a list) is no measured value.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise problem(path, f"{where}.metric.benchmark_values[{j}]",
+                          f"{shown(value)} is " + ("null" if value is None
+                                                    else json_type(value)), "a number")
     nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)
             and math.isfinite(v)]
-    if not raw.get("name") or not nums:
+    name = text_field(path, f"{where}.metric.name", raw.get("name"), "")
+    if not name or not nums:
         raise problem(path, f"{where}.metric", "no name or no finite benchmark_values",
                       "a v3 metric {name, benchmark_values: [number, ...]}")
     target = raw.get("target_value")
-    extra = _map(raw.get("extra_info"))
+    extra = _map(path, f"{where}.metric.extra_info", raw.get("extra_info"))
     # A name ending in "(unit)" says its unit, as upstream's "..._usage(mb)" and
     # benchflow's "latency median (ms)" do.
-    tail = str(raw["name"]).rstrip()
+    tail = name.rstrip()
     named = tail[tail.rfind("(") + 1:-1].strip() if tail.endswith(")") and "(" in tail else ""
     extra["unit"] = extra.get("unit") or named or "unknown"
-    return {"name": str(raw["name"]), "benchmark_values": [float(v) for v in nums],
+    return {"name": name, "benchmark_values": [float(v) for v in nums],
             "target_value": float(target) if isinstance(target, int | float)
             and math.isfinite(target) else 0.0, "extra_info": extra}
 
 
-def _runner(raw) -> dict:
-    out = _tuple(raw, RUNNER_STR, {"name": "unknown", "type": "unknown"})
+def _runner(path: Path, where: str, raw) -> dict:
+    out = _tuple(path, where, raw, RUNNER_STR, {"name": "unknown", "type": "unknown"})
     for key in RUNNER_INT:
         value = (raw or {}).get(key) if isinstance(raw, dict) else None
         out.pop(key, None)
@@ -167,16 +200,19 @@ def _whole(value):
 
 def normal_row(path: Path, row: dict, where: str) -> dict:
     """One v3 record in the table's shape, without its metadata columns."""
-    bench = _benchmark(row)
-    runners = row.get("runners") if isinstance(row.get("runners"), list) else []
-    deps = row.get("dependencies") if isinstance(row.get("dependencies"), dict) else {}
-    inputs = row.get("inputs") if isinstance(row.get("inputs"), dict) else {}
+    bench = _benchmark(path, row, where)
+    runners = _typed(path, f"{where}.runners", row.get("runners"), list, [])
+    deps = _typed(path, f"{where}.dependencies", row.get("dependencies"), dict, {})
+    inputs = _typed(path, f"{where}.inputs", row.get("inputs"), dict, {})
     return {
-        "benchmark": bench, "model": _model(row, bench),
-        "inputs": {str(k): _tuple(v, ("dtype",), {}) for k, v in inputs.items()},
-        "dependencies": {str(k): _tuple(v, ("repo", "branch", "sha", "version"),
+        "benchmark": bench, "model": _model(path, row, where, bench),
+        "inputs": {str(k): _tuple(path, f"{where}.inputs.{k}", v, ("dtype",), {})
+                   for k, v in inputs.items()},
+        "dependencies": {str(k): _tuple(path, f"{where}.dependencies.{k}", v,
+                                        ("repo", "branch", "sha", "version"),
                                         {"version": "unknown"}) for k, v in deps.items()},
-        "runners": [_runner(r) for r in runners] or [dashboard.runner({})],
+        "runners": [_runner(path, f"{where}.runners[{i}]", r) for i, r in enumerate(runners)]
+        or [dashboard.runner({})],
         "metric": _metric(path, row, where),
     }
 
