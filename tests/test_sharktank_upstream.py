@@ -385,7 +385,10 @@ def upstream_run(tmp_path_factory):
     first without any artifact, then with a small MLIR and weights under clip_cpu.json's
     upstream names. Yields the work directory and both reports."""
     wd = tmp_path_factory.mktemp("upstream")
-    measurement = {"invocations": 5, "repetitions": 3, "min_warmup_time_s": 0.05,
+    # A fixed 5 invocations (max_invocations): the exact Wilcoxon test's fewest for a
+    # verdict; adaptive looks would take 8 to 24 of the file's 3-s warm-ups.
+    measurement = {"invocations": 5, "max_invocations": 5, "repetitions": 3,
+                   "min_warmup_time_s": 0.05,
                    "min_time_s": 0.01, "noisy_cv": 5.0}
     write_suite(wd / "suite.yaml", {
         "suite_name": "sharktank-upstream",

@@ -103,7 +103,7 @@ def torch_models_run(tmp_path_factory):
     write_suite(wd / "suite.yaml", {
         "suite_name": "torch-models",
         "skus": {"cpu-host": {"iree": {"target_cpu": "host"}, "measurement": {
-            "invocations": 3, "repetitions": 2, "min_warmup_time_s": 0.01,
+            "invocations": 3, "max_invocations": 3, "repetitions": 2, "min_warmup_time_s": 0.01,
             "min_time_s": 0.01, "noisy_cv": 5.0, "profile": False, "rerun_noisy": False}}},
         "torch_models": {"test_files": str(tests / "examples"), "modules": str(tests),
                          "artifacts": str(wd / "artifacts"), "markers": "cpu"}})
