@@ -7,9 +7,10 @@
 # The pairs that cannot run are skipped cases, recorded by the report rule. A GPU file (device
 # hip or cuda) on a GPU SKU of its backend (rocm, cuda) is compiled on any machine; where its
 # device is absent, run_bench_file records its run as no-device (decided on the measuring
-# machine) and the case is compile-only: dispatch count and size judged, no time. That run
-# result is cached like any other: on a machine that has the device, --forcerun
-# run_bench_file measures it.
+# machine) and the case is compile-only: dispatch count and size judged, no time. The
+# machine's automatic values (the GPUs it lists, `target_cpu: host`'s CPU, its CPU count)
+# are params of both rules: on a machine that has the device, or another CPU, they run
+# again.
 from workflow.paths import (
     BF_CASE,
     BF_CASE_LOG,
@@ -24,6 +25,7 @@ from workflow.stages.plan import (
     bench_module_files,
     bench_provenance,
     case_golden_input,
+    iree_automatic,
 )
 from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
 from workflow.stages.resources import (
@@ -49,6 +51,7 @@ rule compile_bench_file:
         # Not the file itself: blessing its goldens must not recompile it.
         flags=lambda wc: bench_compile_flags(BENCH.file(wc.benchmark), SUITE.sku(wc.sku)),
         compiler_version=IREE_COMPILER_VERSION,
+        automatic=lambda wc: iree_automatic(SUITE, wc.sku),
     log:
         BF_COMPILE_LOG,
     conda:
@@ -83,6 +86,7 @@ rule run_bench_file:
                                        BENCH.weights(wc.benchmark)),
         topology=lambda wc: SUITE.sku(wc.sku)["iree"]["task_topology_max_group_count"],
         runtime_version=IREE_RUNTIME_VERSION,
+        automatic=lambda wc: iree_automatic(SUITE, wc.sku),
     log:
         BF_RUN_LOG,
     conda:

@@ -16,28 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, init_repo, write_suite
+from tests.model_sources import growing_model
 from workflow.cli.main import main
 
 pytestmark = [pytest.mark.tool]
 
-WIDENING = '''
-from workflow.models.common import finish, seeded
-from workflow.models.registry import benchmark_model
-
-WIDTH = {width}
-
-
-@benchmark_model(default_shape=(64, 256), shape_doc="[rows, width]")
-def widening(config, dtype, layers, shape):
-    """Linear(K, K), ReLU, Linear(K, WIDTH)."""
-    import torch
-
-    m, k = shape
-    gen = seeded()
-    module = torch.nn.Sequential(torch.nn.Linear(k, k, bias=False), torch.nn.ReLU(),
-                                 torch.nn.Linear(k, WIDTH, bias=False))
-    return finish(module, (torch.randn(m, k, generator=gen),), dtype)
-'''
+WIDENING = growing_model("widening", (64, 256))
 RENAMED = '''
 from workflow.models.common import finish, seeded
 from workflow.models.registry import benchmark_model
@@ -299,3 +283,18 @@ def test_a_model_that_fails_at_one_revision_is_its_failed_case_and_the_rest_go_o
     assert rows["gpu/iree/widening-64x256-f32/baseline"]["verdict"] == "failed"
     assert out.splitlines()[-1].startswith("COULD NOT JUDGE: 3 changed case(s) could not be "
                                            "judged")
+
+
+def test_a_case_unsupported_at_either_revision_is_listed_unsupported_not_measured():
+    """A case the base revision could not run (a recipe it lacked) has no side to
+    compare: unsupported, never sent to be built or measured at both revisions."""
+    from workflow.bisect.suite_ab import classify
+
+    def case(key, unsupported=False, kind="torch"):
+        return {"key": key, "unsupported": unsupported, "backend_kind": kind}
+
+    base = {"a": case("k1", unsupported=True), "b": case("k2", kind="iree"), "c": case("k3")}
+    new = {"a": case("k9"), "b": case("k8", kind="iree"), "c": case("k3")}
+    got = classify(base, new, None)
+    assert got["unsupported"] == ["a"] and got["iree"] == ["b"] and got["unchanged"] == ["c"]
+    assert got["torch"] == []

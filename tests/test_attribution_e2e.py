@@ -24,6 +24,7 @@ import re
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
+from tests.model_sources import growing_model
 from workflow.cli.main import main
 
 pytestmark = pytest.mark.e2e
@@ -81,24 +82,7 @@ def test_a_fusion_flag_names_the_added_dispatch(tmp_path, capsys):
                      row["what_changed"]]))
 
 
-GROWING = '''
-from workflow.models.common import finish, seeded
-from workflow.models.registry import benchmark_model
-
-WIDTH = {width}  # the second layer's width: what the test changes between runs
-
-
-@benchmark_model(default_shape=(64, 128), shape_doc="[rows, width]")
-def two_matmuls(config, dtype, layers, shape):
-    """Linear(K, K), ReLU, Linear(K, WIDTH): the second matmul grows with WIDTH."""
-    import torch
-
-    m, k = shape
-    gen = seeded()
-    module = torch.nn.Sequential(torch.nn.Linear(k, k, bias=False), torch.nn.ReLU(),
-                                 torch.nn.Linear(k, WIDTH, bias=False))
-    return finish(module, (torch.randn(m, k, generator=gen),), dtype)
-'''
+GROWING = growing_model("two_matmuls", (64, 128))
 
 
 def test_a_grown_matmul_is_named_as_most_of_the_change(tmp_path, capsys):

@@ -214,10 +214,15 @@ def test_a_misspelt_goldens_dir_is_refused_before_any_job(tmp_path, monkeypatch)
     assert check_file(nested).problems == [
         f"{nested}: goldens.dir: {tmp_path}/golden/ci: no such directory; did you mean "
         f"'{tmp_path}/goldens/ci', which holds golden files? (a misspelt name would measure "
-        "every case and then fail the gate: none has a golden)"]
+        "every case and then fail the gate: none has a golden); to start a new set of "
+        "goldens under this name, make the directory first"]
     # A goldens.dir not made yet, with nothing like it beside it: a first run's, fine.
     fresh = write_suite(tmp_path / "fresh.yaml", tiny_suite(goldens={"dir": "ci-refs"}))
     assert check_file(fresh).problems == []
+    # A name that extends an existing set's starts a new set: fine too.
+    for name in ("goldens2", "goldens-ci", "goldens_v2"):
+        second = write_suite(tmp_path / "second.yaml", tiny_suite(goldens={"dir": name}))
+        assert check_file(second).problems == [], name
 
 
 @pytest.mark.tool  # importing snakemake.cli probes for SLURM's tools

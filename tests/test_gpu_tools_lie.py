@@ -281,3 +281,14 @@ def test_an_ab_pair_without_its_device_is_refused_before_anything_is_built(tmp_p
     assert row["error"].startswith("a: no cuda device here: ")
     assert "nothing was built" in row["error"]
     assert not (tmp_path / "results").exists()
+
+
+def test_cpu_flags_are_keyed_whole_not_after_a_cut():
+    """Two CPUs whose flags differ only late in a long line (avx512f after 700
+    characters) are two keys: the flags are digested before any cap."""
+    from workflow.backends.iree.host_cpu import cpu_model
+
+    base = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\nflags\t\t: " + \
+        " ".join(f"f{i:03d}" for i in range(160))
+    assert cpu_model(base + " avx2fm\n") != cpu_model(base + " avx512\n")  # equal length
+    assert cpu_model(base + " avx2\n") == cpu_model(base + " avx2\n")

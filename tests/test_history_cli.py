@@ -198,3 +198,26 @@ def test_detect_since_after_every_run_judged_nothing(tmp_path, capsys, nights):
     # A --since at the last run still judges it.
     code, out = history(capsys, "detect", "--store", store, "--since", "2026-10-10")
     assert code == 0, out
+
+
+def test_a_file_with_some_failed_runs_records_the_rest_and_exits_0(tmp_path, capsys):
+    """A Forge list is a run per entry: one failed entry is nothing ingestible, the others
+    are the night recorded (exit 0), which only a file with nothing at all is not (3)."""
+    from tests.test_history_importers import _forge_list
+
+    path, _ = _forge_list(tmp_path)
+    assert main(["history", "ingest", str(path), "--store", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    assert "2 run(s) ingested" in out.out and "nothing ingestible" in out.err
+
+
+def test_a_v3_null_value_is_a_non_finite_one_dropped_not_a_refusal(tmp_path, capsys):
+    """ClickHouse's JSON output writes NaN and Inf as null: an exported v3 table's null
+    is dropped as a non-finite value is, the rest of the row kept."""
+    row = {"timestamp": 1_700_000_000, "benchmark": {"name": "b", "mode": "inference"},
+           "model": {"name": "m"}, "runners": [{"name": "cpu", "cpu_count": 4}],
+           "metric": {"name": "latency median (ms)", "benchmark_values": [None, 2.0]}}
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps([row]))
+    assert main(["history", "ingest", str(path), "--store", str(tmp_path / "s")]) == 0
+    assert "1 run(s) ingested, 1 row(s)" in capsys.readouterr().out

@@ -67,7 +67,13 @@ def _dtype(element: str):
 
 
 def content_key(seed: int, params: list[tuple[str, tuple[int, ...], str]]) -> str:
-    blob = json.dumps({"seed": seed, "params": [[n, list(s), t] for n, s, t in params]})
+    """The archive's key: the seed, every parameter's name, shape and type, and what
+    draws the values (this module's code and numpy, whose Generator streams may change
+    between releases), so that a change there makes a new archive."""
+    from workflow.backends.builds import source_digest
+
+    blob = json.dumps({"seed": seed, "params": [[n, list(s), t] for n, s, t in params],
+                       "drawn by": source_digest(__name__), "numpy": np.__version__})
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

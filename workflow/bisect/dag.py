@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow.backends.proc import run_tool
+from workflow.bisect import revisions
 from workflow.bisect.prepare import TREE
-from workflow.bisect.revisions import GIT_TIMEOUT_S
 
 # At most one progress line this often while keying: a thousand commits are keyed in
 # seconds to minutes, and a silent start reads as a hang.
@@ -39,9 +38,8 @@ class Graph:
 
 
 def _git(repo: Path, *args: str) -> str:
-    # Not revisions._git: that strips the output, and a -z list's names may end in space.
-    return run_tool(["git", "-C", str(repo), *args], stage="bisect",
-                    timeout=GIT_TIMEOUT_S).stdout
+    # Unstripped: a -z list's names may end in space.
+    return revisions._git(repo, *args, strip=False)
 
 
 def _names(listed: list[str]) -> frozenset[str]:

@@ -142,7 +142,8 @@ def build(prepared: dict, out: Path) -> dict:
                            "error": absent or compiled.error}, "absent": absent or None}
     dtypes = [i["dtype"] for i in read_json(files["meta"])["inputs"]]
     return {"vmfb": str(vmfb), "inputs": files["inputs"], "mlir": files["mlir"], "dtypes": dtypes,
-            "compile_flags": iree.compile_flags(prepared["sku"]), "failed": None}
+            "compile_flags": iree.compile_flags(prepared["sku"]),
+            "run_flags": iree.device_flags(prepared["sku"]), "failed": None}
 
 
 def torch_side(suite, case, label: str) -> dict:

@@ -33,13 +33,15 @@ PRIVATE = ("-c", "core.splitIndex=false", "-c", "core.fsmonitor=false",
            "-c", "core.untrackedCache=false")
 
 
-def _git(repo: Path, *args: str, env: dict | None = None) -> str:
-    """git's answer; ConfigError where git cannot be asked at all (not on PATH, or it
+def _git(repo: Path, *args: str, env: dict | None = None, strip: bool = True) -> str:
+    """git's answer (`strip`: without surrounding white space, which a -z list's names
+    may end in); ConfigError where git cannot be asked at all (not on PATH, or it
     refuses the repository for its owner), StageError for any other refusal (what
     that means is the caller's to say)."""
     try:
-        return run_tool(["git", "-C", str(repo), *args], stage="bisect",
-                        timeout=GIT_TIMEOUT_S, env=env).stdout.strip()
+        out = run_tool(["git", "-C", str(repo), *args], stage="bisect",
+                       timeout=GIT_TIMEOUT_S, env=env).stdout
+        return out.strip() if strip else out
     except StageError as exc:
         if exc.message.startswith("could not start"):
             raise ConfigError([f"{repo}: git was not found on PATH; expected git installed "
@@ -94,15 +96,32 @@ def commits(repo: Path, good: str, bad: str) -> list[str]:
     if g == b:
         raise ConfigError([f"{repo}: --good {good!r} and --bad {bad!r} are one commit "
                            f"({g[:12]}); expected two, good before bad"])
-    try:
-        _git(repo, "merge-base", "--is-ancestor", g, b)
-    except StageError:
-        if _shallow(repo):  # the path from good to bad may run through what was cut
-            raise _shallow_error(repo, f"--good {good!r} .. --bad {bad!r}") from None
-        raise ConfigError([f"{repo}: --good {good!r} is not an ancestor of --bad {bad!r}; "
-                           "expected the good commit to come before the bad one"]) from None
+    require_ancestor(repo, g, b, f"--good {good!r} .. --bad {bad!r}",
+                     f"{repo}: --good {good!r} is not an ancestor of --bad {bad!r}; "
+                     "expected the good commit to come before the bad one")
     path = _git(repo, "rev-list", "--ancestry-path", "--reverse", f"{g}..{b}").split()
     return [g, *path]
+
+
+def require_ancestor(repo: Path, older: str, newer: str, what: str, refusal: str) -> None:
+    """ConfigError (`refusal`) unless commit `older` is an ancestor of `newer`; in a
+    shallow clone, whose history may stop between them, one saying so (`what`: the
+    flags' revisions)."""
+    try:
+        _git(repo, "merge-base", "--is-ancestor", older, newer)
+    except StageError:
+        if _shallow(repo):  # the path between them may run through what was cut
+            raise _shallow_error(repo, what) from None
+        raise ConfigError([refusal]) from None
+
+
+def dirty_files(repo: Path) -> list[str]:
+    """The tracked files with uncommitted changes, as `git status --porcelain` lists
+    them; --no-optional-locks: reading never takes the index lock or rewrites the
+    user's index."""
+    out = _git(repo, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no",
+               strip=False)
+    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def suite_in_repo(repo: Path, suite: Path) -> str:

@@ -57,18 +57,14 @@ def revisions(repo: Path | None, suite: Path, base: str, new: str) -> Revisions:
     root = git.repo_root(repo or suite.resolve().parent)
     rel = git.suite_in_repo(root, suite)
     b, n = git.resolve(root, base, "--base"), git.resolve(root, new, "--new")
-    try:
-        run_tool(["git", "-C", str(root), "merge-base", "--is-ancestor", b, n],
-                 stage="ab", timeout=git.GIT_TIMEOUT_S)
-    except StageError:
-        raise ConfigError([f"{root}: --base {base!r} is not an ancestor of --new {new!r}; "
-                           "expected the base the new revision was made from (a pull "
-                           "request's base branch)"]) from None
-    dirty = run_tool(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                     stage="ab", timeout=git.GIT_TIMEOUT_S).stdout.splitlines()
+    git.require_ancestor(root, b, n, f"--base {base!r} .. --new {new!r}",
+                         f"{root}: --base {base!r} is not an ancestor of --new {new!r}; "
+                         "expected the base the new revision was made from (a pull "
+                         "request's base branch)")
+    dirty = git.dirty_files(root)
     if dirty:
         raise ConfigError([f"{root}: the work tree has uncommitted changes to {len(dirty)} "
-                           f"tracked file(s) (e.g. {dirty[0][3:]}); `benchflow ab` compares "
+                           f"tracked file(s) (e.g. {dirty[0]}); `benchflow ab` compares "
                            "commits: commit or stash them first"])
     return Revisions(root, rel, b, n)
 
@@ -87,7 +83,7 @@ def _keys(revs: Revisions, sha: str, cache: Path) -> dict:
 def classify(base: dict, new: dict, pattern: str | None) -> dict:
     """The cases of both revisions' keys (prepare.suite_keys' "cases"), sorted into
     unchanged (equal keys), added, removed, unsupported (known before anything runs, at
-    the new revision), and the changed ones to measure, torch and iree;
+    either revision), and the changed ones to measure, torch and iree;
     `pattern`: only the ids it matches (fnmatch)."""
     ids = sorted(set(base) | set(new))
     if pattern:
@@ -98,7 +94,7 @@ def classify(base: dict, new: dict, pattern: str | None) -> dict:
         b, n = base.get(case_id), new.get(case_id)
         if b is None or n is None:
             out["added" if b is None else "removed"].append(case_id)
-        elif n["unsupported"]:
+        elif b["unsupported"] or n["unsupported"]:  # nothing to compare it with
             out["unsupported"].append(case_id)
         elif b["key"] == n["key"]:
             out["unchanged"].append(case_id)
@@ -203,8 +199,10 @@ def same_module(base: dict, new: dict) -> bool:
     those locations too, so they are not what is compared."""
     if any(side.get("failed") or side.get("error") for side in (base, new)):
         return False
-    if (base["compile_flags"], base["parts"]["tools"]) != (new["compile_flags"],
-                                                           new["parts"]["tools"]):
+    # The run's device flags too (the device, local-task's topology): the same module
+    # run otherwise is timed otherwise.
+    if any(base.get(k) != new.get(k) for k in ("compile_flags", "run_flags")) \
+            or base["parts"]["tools"] != new["parts"]["tools"]:
         return False
     with np.load(base["inputs"]) as a, np.load(new["inputs"]) as b:
         if sorted(a.files) != sorted(b.files) or not all(

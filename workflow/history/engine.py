@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from workflow.errors import ConfigError
-from workflow.history import layout, staging
+from workflow.history import layout
 
 # Less free than this and a failed statement is the disk's doing: chdb reserves 1 MiB
 # before it writes a part ("Cannot reserve 1.00 MiB, not enough space").
@@ -61,8 +61,7 @@ def session(path: Path, where: Path, fresh: bool):
             text = said.read(16_384).decode("utf-8", errors="replace")
             lines = [line for line in text.splitlines() if "DB::Exception" in line]
             why = reason(lines[-1] if lines else exc)
-            if staging.out_of_space(exc) or "NOT_ENOUGH_SPACE" in text \
-                    or "No space left" in text:
+            if layout.out_of_space(exc) or layout.out_of_space(text):
                 raise no_space(path, RuntimeError(why)) from None
             if fresh:
                 raise
@@ -80,7 +79,7 @@ def run(session, statement: str, path: Path) -> bytes:
     except Exception as exc:
         # On a full disk chdb also fails in other words: a definition it rewrote cut
         # short is then an "Empty query" (SYNTAX_ERROR) of its own metadata file.
-        if staging.out_of_space(exc) or _free_bytes(path) < NEARLY_FULL:
+        if layout.out_of_space(exc) or _free_bytes(path) < NEARLY_FULL:
             raise no_space(path, exc) from None
         raise
 

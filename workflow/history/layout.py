@@ -48,6 +48,16 @@ class DamagedStore(ConfigError):
     """A store that is benchflow's but cannot be read whole (`history repair`'s case)."""
 
 
+def out_of_space(exc: BaseException | str) -> bool:
+    """Whether `exc` (chdb's, the OS's, or what chdb printed) says the file system is full:
+    by errno, or in the words of chdb, the OS and shutil (whose Error has no errno)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc)
+    return any(word in text for word in ("NOT_ENOUGH_SPACE", "No space left on device",
+                                         "Cannot reserve", "Disk quota exceeded"))
+
+
 def damaged(path: Path, what: str) -> ConfigError:
     return DamagedStore([f"{path}: history store is damaged: {what}; it was left as it was. "
                         "Expected an intact store: `benchflow history repair --store "
@@ -171,7 +181,7 @@ def snapshot(path: Path, into: Path | None = None) -> Path:
     except OSError as exc:
         shutil.rmtree(out, ignore_errors=True)
         # shutil.copytree gathers its files' errors into one shutil.Error, errno None.
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+        if out_of_space(exc):
             raise
         raise ConfigError([f"{path}: history store: cannot read it ({exc.strerror}: "
                            f"{exc.filename}); expected a readable store"]) from None

@@ -51,7 +51,7 @@ def repair(path: Path) -> dict:
         return _rebuild(path, parts)
     except OSError as exc:  # the copy's files on a full disk: the store as it was
         staging.abort(path)
-        if staging.out_of_space(exc):
+        if layout.out_of_space(exc):
             raise engine.no_space(path, exc) from None
         raise
     finally:

@@ -19,7 +19,6 @@ unreachable."""
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 from pathlib import Path
@@ -102,12 +101,3 @@ def recover(path: Path) -> str | None:
         shutil.rmtree(previous)  # the swap was done; only its leftovers were not removed
         done = done or "cleaned"
     return done
-
-
-def out_of_space(exc: BaseException) -> bool:
-    """Whether `exc` (chdb's or the OS's) says the file system is full."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(exc)
-    return any(word in text for word in ("NOT_ENOUGH_SPACE", "No space left on device",
-                                         "Cannot reserve", "Disk quota exceeded"))

@@ -206,7 +206,7 @@ def _open_embedded(path: Path, *, write: bool, create: bool) -> Store:
                 query(sql.insert_rows(names, types, sql.file_source(f.name, names, types)))
         except OSError as exc:
             held.failed = True
-            if staging.out_of_space(exc):
+            if layout.out_of_space(exc):
                 raise engine.no_space(path, exc) from None
             raise
 
@@ -247,7 +247,7 @@ def _commit(held: _Embedded, query) -> None:
         # the next open (staging.recover).
         if not (held.path / layout.STAGING / layout.MARKER).exists():
             staging.abort(held.path)
-        if staging.out_of_space(exc):
+        if layout.out_of_space(exc):
             raise engine.no_space(held.path, exc) from None
         raise
 
@@ -299,7 +299,7 @@ def _start_embedded(path: Path, *, write: bool, create: bool) -> _Embedded:
         if write:
             staging.abort(path)
         _release(path, lock, made_dir)
-        if staging.out_of_space(exc):
+        if layout.out_of_space(exc):
             raise engine.no_space(path, exc) from None
         raise
 

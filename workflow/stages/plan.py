@@ -259,6 +259,16 @@ def iree_batch_content(suite: Suite, sku: str, batch: str) -> dict:
                    suite.sku(sku))
 
 
+def iree_automatic(suite: Suite, sku: str) -> dict:
+    """What the SKU's automatic IREE values are on this machine (stages/keys.py: the GPUs
+    of a cuda device, `target_cpu: host`'s CPU model, local-task's CPUs): a param of the
+    benchmark-file rules, as of the IREE batches' content, so that a results directory
+    taken to another machine compiles and measures again there."""
+    from workflow.stages.keys import iree_automatic as automatic
+
+    return automatic(suite.sku(sku))
+
+
 def torch_batch_content(suite: Suite, sku: str, batch: str) -> dict:
     """The content a torch batch is made from, beyond its plan: its models' sources, the
     recipes' code, the torch and torchao builds of its interpreter."""

@@ -50,17 +50,21 @@ def cpu_model(cpuinfo: str) -> dict | None:
     fields = {}
     for line in first.splitlines():
         name, sep, value = line.partition(":")
-        if sep and name.strip() in _CPU_FIELDS:
-            fields[name.strip()] = capped(value.strip())
-    for name in ("flags", "Features"):
-        if name in fields:
-            fields[name] = "sha256:" + hashlib.sha256(fields[name].encode()).hexdigest()[:16]
+        key, value = name.strip(), value.strip()
+        if not sep or key not in _CPU_FIELDS:
+            continue
+        # The flags digested whole (AVX-512 and AMX come late in a long line), the rest
+        # capped as any text from outside that enters a record.
+        fields[key] = ("sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
+                       if key in ("flags", "Features") else capped(value))
     return fields or None
 
 
-def _read_cpuinfo() -> dict | None:
+@functools.lru_cache(maxsize=4)
+def _read_cpuinfo(path: Path) -> dict | None:
+    """Once per process and file: keying reads it for every case of every batch."""
     try:
-        text = read_bytes(CPUINFO, cap=_CPUINFO_BYTES, what="/proc/cpuinfo",
+        text = read_bytes(path, cap=_CPUINFO_BYTES, what="/proc/cpuinfo",
                           os_errors=True).decode("utf-8", errors="replace")
     except (OSError, ConfigError):
         return None
@@ -71,7 +75,7 @@ def host_key(compile_tool: str | None = None) -> dict:
     """What a case key holds of `target_cpu: host` on this machine: the CPU model LLVM's
     host detection reads ({"cpu model": {...}}, module docstring), else, without
     /proc/cpuinfo, the compiler's own answer ({"llvm": host_cpu(...)})."""
-    model = _read_cpuinfo()
+    model = _read_cpuinfo(CPUINFO)
     return {"cpu model": model} if model else {"llvm": host_cpu(compile_tool)}
 
 

@@ -153,12 +153,13 @@ def _metric(path: Path, row: dict, where: str) -> dict:
     values = raw.get("benchmark_values")
     values = values if isinstance(values, list) else [values]
     for j, value in enumerate(values):
-        # A finite number or a non-finite one (dropped below, as before); anything else
-        # (a string, a boolean, null, a list) is no measured value.
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        # A finite number or a non-finite one (dropped below, as before), null included:
+        # ClickHouse's JSON output writes NaN and Inf as null, so an exported v3 table
+        # reads back so. Anything else (a string, a boolean, a list) is no measured value.
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, int | float)):
             raise problem(path, f"{where}.metric.benchmark_values[{j}]",
-                          f"{shown(value)} is " + ("null" if value is None
-                                                    else json_type(value)), "a number")
+                          f"{shown(value)} is {json_type(value)}", "a number")
     nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)
             and math.isfinite(v)]
     name = text_field(path, f"{where}.metric.name", raw.get("name"), "")
