@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import statistics
@@ -482,15 +483,37 @@ def timings(report: Path) -> dict[str, tuple[float, float, float]]:
     return out
 
 
+def family(cid: str) -> str:
+    """The drift group of a case id (sku/backend/workload/recipe) on one CPU machine."""
+    return "torch" if cid.split("/")[1].startswith("torch") else cid.split("/")[1]
+
+
+def levels(series: dict[str, list]) -> dict[tuple[str, int], float]:
+    """(family, run index) -> the run's level: the median over the family's cases of
+    log(median / that case's median over all runs), as regression/drift.py estimates it
+    against goldens. Cases measured in every run only."""
+    full = {cid: pts for cid, pts in series.items() if len(pts) == max(map(len, series.values()))}
+    out: dict[tuple[str, int], float] = {}
+    for fam in {family(cid) for cid in full}:
+        logs = {cid: [math.log(m) for _, (m, _, _) in pts] for cid, pts in full.items()
+                if family(cid) == fam}
+        for i in range(len(next(iter(logs.values())))):
+            out[fam, i] = statistics.median(v[i] - statistics.median(v) for v in logs.values())
+    return out
+
+
 def coverage(runs: list[Run]) -> dict:
     """Over ordered pairs of runs (i, j) of a case: is run j's median inside run i's
-    interval? The share overall, over pairs of idle runs, per case; the widths."""
+    interval? The share overall, over pairs of idle runs, per case; the widths. And the
+    share once each run's level is taken out (run j's median moved by the two runs'
+    levels): what the level-relative verdicts rely on."""
     series: dict[str, list[tuple[bool, tuple[float, float, float]]]] = {}
     for run in runs:
         for cid, t in timings(run.report).items():
             series.setdefault(cid, []).append((run.hog, t))
+    level = levels(series) if series else {}
     per_case, widths = {}, []
-    covered = pairs = idle_covered = idle_pairs = 0
+    covered = pairs = idle_covered = idle_pairs = level_covered = level_pairs = 0
     for cid, points in series.items():
         k = n = 0
         widths += [(hi - lo) / median for _, (median, lo, hi) in points]
@@ -500,6 +523,10 @@ def coverage(runs: list[Run]) -> dict:
                     continue
                 inside = lo <= median <= hi
                 k, n = k + inside, n + 1
+                if (family(cid), i) in level:
+                    moved = median * math.exp(level[family(cid), i] - level[family(cid), j])
+                    level_covered += lo <= moved <= hi
+                    level_pairs += 1
                 if not (hog_i or hog_j):
                     idle_covered, idle_pairs = idle_covered + inside, idle_pairs + 1
         if n:
@@ -511,6 +538,8 @@ def coverage(runs: list[Run]) -> dict:
     return {"covered": covered, "pairs": pairs, "share": covered / pairs if pairs else None,
             "idle_covered": idle_covered, "idle_pairs": idle_pairs,
             "idle_share": idle_covered / idle_pairs if idle_pairs else None,
+            "level_covered": level_covered, "level_pairs": level_pairs,
+            "level_share": level_covered / level_pairs if level_pairs else None,
             "median_width": statistics.median(widths) if widths else None,
             "widths": len(widths), "per_case": per_case}
 
@@ -524,6 +553,9 @@ def say_coverage(name: str, cov: dict) -> None:
     print(f"  {name}: coverage {cov['share']:.1%} ({cov['covered']} of {cov['pairs']} "
           f"ordered pairs){idle}; median interval width {cov['median_width']:.2%} "
           f"over {cov['widths']} case-runs")
+    if cov.get("level_pairs"):
+        print(f"    with each run's level taken out: {cov['level_share']:.1%} "
+              f"({cov['level_covered']} of {cov['level_pairs']})")
     worst = sorted(cov["per_case"].items(), key=lambda kv: kv[1]["covered"] / kv[1]["pairs"])
     for cid, c in worst[:5]:
         print(f"    {c['covered']:3} of {c['pairs']:3} ({c['covered'] / c['pairs']:6.1%})  "
@@ -766,7 +798,8 @@ def say_summary(summary: dict, injected: dict | None, runs_wanted: int) -> list[
         cov = s["coverage"]
         print(f"  cross-run coverage: {pct(cov['share'])} ({cov['covered']} of {cov['pairs']} "
               f"pairs), idle pairs {pct(cov['idle_share'])}; median width "
-              f"{pct(cov['median_width'])}")
+              f"{pct(cov['median_width'])}; with each run's level taken out "
+              f"{pct(cov.get('level_share'))}")
         print(f"  wall per run: {', '.join(f'{w:.0f}' for w in s['walls_s'])} s; median "
               f"{s['median_wall_s'] or 0:.0f} s")
         enough = s["runs"] >= GOALS["min_runs"]

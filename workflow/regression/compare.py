@@ -14,8 +14,10 @@ import statistics
 from dataclasses import asdict, dataclass, replace
 
 from workflow.records import measurement_config
+from workflow.regression import drift
 from workflow.regression.explain import explain
 from workflow.render.common import md_text
+from workflow.stats.drift import common_drift
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.verdict import GoldenRef, Settings, time_verdict
 from workflow.suite.defaults import gate_settings
@@ -114,8 +116,20 @@ def compare(base: dict, new: dict, settings: Settings | None = None,
     ratios = [r.ratio for r in rows]
     geomean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else None
     return {"settings": asdict(settings), "sections": sections, "unmatched": unmatched,
-            "geomean_ratio": geomean, "compared": len(rows),
+            "geomean_ratio": geomean, "compared": len(rows), "levels": _levels(rows, new_cases),
             "base": _about(base), "new": _about(new)}
+
+
+def _levels(rows: list[Row], cases: dict[str, dict]) -> list[dict]:
+    """How each group of cases that drift alike (regression/drift.py) moved, together:
+    between two runs a whole group moving is machine drift or a change to every case,
+    which rows alone do not say. Rows are classified as measured; `check` judges
+    against a run's level."""
+    by_group: dict[str, list[float]] = {}
+    for r in rows:
+        by_group.setdefault(drift.group_of(cases[r.id]), []).append(r.ratio)
+    return [d.to_dict() for g, ratios in sorted(by_group.items())
+            if (d := common_drift(g, ratios)) is not None]
 
 
 def _explained(row: Row, b: dict, n: dict, base: dict, new: dict) -> Row:
@@ -178,7 +192,15 @@ def to_markdown(result: dict) -> str:
     g = result["geomean_ratio"]
     out += ["### Summary", "", "| | ratio new / base |", "|---|---|",
             f"| **geometric mean ({result['compared']} cases)** | "
-            + (f"×{g:.4f} ({g - 1:+.1%})" if g is not None else "n/a") + " |", ""]
+            + (f"×{g:.4f} ({g - 1:+.1%})" if g is not None else "n/a") + " |",
+            *(f"| level of the {d['cases']} {md_text(d['group'])} cases (their median) | "
+              f"×{d['factor']:.4f} ({d['factor'] - 1:+.1%}) |" for d in result.get("levels", ())),
+            ""]
+    if any(abs(math.log(d["factor"])) > math.log(s["tolerance"])
+           for d in result.get("levels", ())):
+        out += ["A group moved past the tolerance as a whole: between two runs that is the "
+                "machine's drift or a change to every case of it; `benchflow check` against "
+                "goldens from several runs tells them apart.", ""]
     if result["unmatched"]:
         out += [f"### Not compared ({len(result['unmatched'])})", ""]
         out += [f"- `{cid}`: {md_text(why)}" for cid, why in result["unmatched"]]

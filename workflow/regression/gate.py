@@ -25,21 +25,23 @@ from workflow.errors import ConfigError
 from workflow.records import measurement_config
 from workflow.records.case import section
 from workflow.records.storage import write_json
-from workflow.regression import goldens
+from workflow.regression import drift, goldens
 from workflow.stats import verdict
+from workflow.stats.drift import Drift
 from workflow.stats.enums import Status, Verdict
 from workflow.suite.defaults import gate_settings, goldens_default
 
 
 def golden_section(case: dict, golden_file: str | Path | None, gate_config: dict | None,
-                   file_goldens: dict | None = None, file_source: str | None = None) -> dict:
+                   file_goldens: dict | None = None, file_source: str | None = None,
+                   drift: Drift | None = None) -> dict:
     """The `golden` section of a case record: every field the report schema gives it,
     those the verdict leaves open at their defaults, so that it is complete wherever it
-    is used."""
+    is used. drift: the case's run's common drift (regression/drift.py), taken out."""
     if isinstance(golden_file, list | tuple):  # a Snakemake input that may be empty
         golden_file = golden_file[0] if golden_file else None
     ref = goldens.lookup(case["id"], golden_file, file_goldens, file_source)
-    judged = verdict.judge(case, ref, gate_settings(gate_config))
+    judged = verdict.judge(case, ref, gate_settings(gate_config), drift)
     if case.get("status") == Status.COMPILE_ONLY and ref is not None:
         judged = _compile_only(case, ref, judged)
     accepted = (gate_config or {}).get("accept_config") or ()
@@ -109,7 +111,9 @@ def _detail(g: dict) -> str:
     parts = []
     if g.get("verdict") == Verdict.REGRESSION:
         if g.get("ratio") is not None:
-            parts.append(f"time x{g['ratio']:.3f} vs tolerance x{g.get('tolerance'):g}, "
+            level = (f" (of its run's level: the {g['drift']['group']} cases moved "
+                     f"x{g['drift']['factor']:.3f} together)" if g.get("drift") else "")
+            parts.append(f"time x{g['ratio']:.3f}{level} vs tolerance x{g.get('tolerance'):g}, "
                          f"p={g.get('p_value'):.4f}")
         else:
             parts.append(g.get("reason") or "time")
@@ -122,12 +126,20 @@ def _detail(g: dict) -> str:
     return "; ".join(parts)
 
 
-def judged_again(case: dict, golden_file: str | Path | None, gate_config: dict | None
-                 ) -> dict:
+def judged_again(case: dict, golden_file: str | Path | None, gate_config: dict | None,
+                 drift: Drift | None = None) -> dict:
     """The case's `golden` section judged afresh (its own benchmark file's goldens too)."""
     fg, source = file_goldens_of(case)
     return {**case.get("golden", {}),
-            **golden_section(case, golden_file, gate_config, fg, source)}
+            **golden_section(case, golden_file, gate_config, fg, source, drift)}
+
+
+def judged_with_drift(cases: list[dict], golden_file: Callable[[dict], Path | None],
+                      gate_config: dict | None) -> list[dict]:
+    """`cases`, judged already, judged again with their run's common drift taken out
+    where their group has one (regression/drift.py); golden_file(case): its golden
+    file."""
+    return drift.rejudged(cases, lambda c, d: judged_again(c, golden_file(c), gate_config, d))
 
 
 def golden_ref(case: dict, golden_file: str | Path | None) -> verdict.GoldenRef | None:
@@ -150,9 +162,11 @@ def golden_file_for(case: dict, goldens_dir: str | Path | None = None) -> Path |
 def rejudge(report: dict, goldens_dir: str | Path, gate_config: dict | None) -> dict:
     """A copy of the report whose cases are judged against another goldens directory."""
     out = dict(report)
-    out["cases"] = [{**case, "golden": judged_again(case, golden_file_for(case, goldens_dir),
-                                                    gate_config)}
-                    for case in report["cases"]]
+    cases = [{**case, "golden": judged_again(case, golden_file_for(case, goldens_dir),
+                                             gate_config)}
+             for case in report["cases"]]
+    out["cases"] = judged_with_drift(cases, lambda c: golden_file_for(c, goldens_dir),
+                                     gate_config)
     return out
 
 
@@ -160,9 +174,10 @@ def rejudge_config_differs(report: dict, gate_config: dict) -> dict:
     """A copy of the report whose cases measured at another configuration than their
     golden are judged again with gate_config's accept_config (check --accept-config)."""
     out = dict(report)
-    out["cases"] = [{**case, "golden": judged_again(case, golden_file_for(case), gate_config)}
-                    if (case.get("golden") or {}).get("config_differs") else case
-                    for case in report["cases"]]
+    cases = [{**case, "golden": judged_again(case, golden_file_for(case), gate_config)}
+             if (case.get("golden") or {}).get("config_differs") else case
+             for case in report["cases"]]
+    out["cases"] = judged_with_drift(cases, golden_file_for, gate_config)
     return out
 
 

@@ -330,8 +330,9 @@ def describe(plan: BlessPlan) -> list[str]:
                  if new["median_ms"] is not None and new["runs"] == 1)
     if single:
         lines.append(f"  note: {single} golden time(s) from one run: a later run is judged "
-                     "against its invocations alone, which know nothing of how runs of "
-                     "unchanged code move as a whole (5-20 % on a shared machine); bless "
+                     "against its invocations once that run's level is taken out, and a "
+                     "level that moved past the tolerance (runs of unchanged code move "
+                     "5-20 % as a whole on a shared machine) cannot be judged; bless "
                      "from three or more reports to judge run against runs "
                      "(docs/goldens.md, \"Several runs\")")
     for cid, why in plan.skipped:

@@ -332,6 +332,8 @@ def verdict_text(case: dict) -> str:
     text = golden.get("verdict") or "—"
     if golden.get("ratio") is not None:
         text += f" ×{golden['ratio']:.3f}"
+        if golden.get("drift"):  # judged against its run's level (regression/drift.py)
+            text += f" of level ×{golden['drift']['factor']:.3f}"
     extra = [f"{what}: {golden[key]}" for key, what in _VERDICT_KEYS[1:]
              if golden.get(key) not in (None, Verdict.PASS, Verdict.NO_GOLDEN)]
     return "; ".join([text, *extra])

@@ -46,7 +46,7 @@ from workflow.errors import StageError
 from workflow.measure.protocol import Observation, measure_one
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json
-from workflow.regression import gate
+from workflow.regression import drift, gate
 from workflow.stages.iree import iree_invocation
 from workflow.stats import summary as stats
 from workflow.stats import verdict
@@ -210,10 +210,13 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     invocation (else the schema's timeouts.run_s); invoke(argv) -> Observation: for
     tests."""
     # A case measured at another configuration than its golden is not measured again:
-    # the new invocations would differ from the golden in the same way.
+    # the new invocations would differ from the golden in the same way. Nor one whose
+    # run's level moved past the tolerance (regression/drift.py): new invocations of it
+    # alone cannot tell the machine from the code.
     todo = [i for i, c in enumerate(report["cases"])
             if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE
-            and not (c.get("golden") or {}).get("config_differs")]
+            and not (c.get("golden") or {}).get("config_differs")
+            and not drift.level_moved(c.get("golden"))]
     if budget_s <= 0 or not todo:
         return report, []
     timeout = timeout_s or run_timeout_default()
@@ -242,7 +245,9 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
         timing = {**case["timing"], "invocation_medians_ms": medians,
                   "median_ms": statistics.median(medians),
                   "noisy": stats.is_noisy(medians, m["noisy_cv"])}
-        golden = gate.judged_again({**case, "timing": timing}, golden_file, gate_config)
+        # Judged at the level its run was judged at (regression/drift.py), if any.
+        golden = gate.judged_again({**case, "timing": timing}, golden_file, gate_config,
+                                   drift.of_section(case.get("golden")))
         cases[i] = {**case, "golden": golden}
         outcomes.append(Remeasured(
             case["id"], Verdict.INCONCLUSIVE, golden["verdict"],
