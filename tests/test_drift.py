@@ -204,3 +204,64 @@ def test_check_measures_again_no_case_whose_level_moved():
     iree = [c for c in report["cases"] if c["backend"] == "iree" and c["golden"].get("drift")]
     assert all(drift.level_moved(c["golden"]) for c in iree) and len(iree) == 8
     assert outcomes == []
+
+
+def slowed(scale: float, backend: str = "iree") -> dict:
+    report = read_report(DATA / "default-7.report.json")
+    for c in report["cases"]:
+        if c["backend"] == backend and c.get("timing"):
+            t = c["timing"]
+            t["invocation_medians_ms"] = [x * scale for x in t["invocation_medians_ms"]]
+            t["median_ms"] *= scale
+    return report
+
+
+def test_a_level_past_the_tolerance_is_never_counted_as_ok():
+    report = gate.rejudge(slowed(1.3), DATA / "goldens", settings())
+    for allow in (False, True):
+        a = gate.assess(report, allow_inconclusive=allow)
+        assert a.outcome == gate.UNJUDGED
+        assert sum(nj.kind == gate.LEVEL for nj in a.unjudged) >= 7
+
+
+def test_goldens_of_several_runs_judge_a_whole_group_that_moved():
+    """Their spread holds how far runs move as a whole: a level past it is a change."""
+    report = slowed(1.3)
+    s = verdict.Settings(tolerance=1.1, size_tolerance=1.05, p_value=0.05)
+    found = []
+    for c in report["cases"]:
+        if c["backend"] != "iree" or not c.get("timing") or c["sku"] != "cpu-host":
+            continue
+        base = c["timing"]["median_ms"] / 1.3
+        ref = verdict.GoldenRef("g", base, (base,) * 4,
+                                run_medians_ms=(base * 0.99, base, base * 1.01, base * 1.02))
+        d = Drift("cpu iree", 1.3, 0.01, 8)
+        g = verdict.judge(c, ref, s, d)
+        assert g.get("drift") is None
+        found.append(g["verdict"])
+    assert found and set(found) == {Verdict.REGRESSION}
+
+
+def test_accept_config_from_another_directory_keeps_the_other_verdicts(tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(DATA)        # a suite's goldens.dir is relative to its directory
+    report = gate.rejudge(read_report("default-7.report.json"), Path("goldens"), settings())
+    assert report["cases"][0]["golden"]["source"] == "goldens/cpu-generic-sync.json"
+    monkeypatch.chdir(tmp_path)
+    again = gate.rejudge_config_differs(report, settings())
+    assert [c["golden"] for c in again["cases"]] == [c["golden"] for c in report["cases"]]
+
+
+def test_the_reports_regression_text_names_the_level():
+    from workflow.render.common import regression_text
+
+    report = slowed(1.0)
+    slow = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
+    for c in report["cases"]:
+        if c["id"] == slow:
+            c["timing"]["invocation_medians_ms"] = [x * 1.5 for x in
+                                                    c["timing"]["invocation_medians_ms"]]
+            c["timing"]["median_ms"] *= 1.5
+    case = next(c for c in gate.rejudge(report, DATA / "goldens", settings())["cases"]
+                if c["id"] == slow)
+    assert " of its run's level ×1.1" in regression_text(case)

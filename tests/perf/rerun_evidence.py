@@ -523,7 +523,9 @@ def coverage(runs: list[Run]) -> dict:
                     continue
                 inside = lo <= median <= hi
                 k, n = k + inside, n + 1
-                if (family(cid), i) in level:
+                # Levels are per run, from the cases measured in every run: only
+                # those cases' points line up with the runs' numbers.
+                if len(points) == len(runs) and (family(cid), i) in level:
                     moved = median * math.exp(level[family(cid), i] - level[family(cid), j])
                     level_covered += lo <= moved <= hi
                     level_pairs += 1

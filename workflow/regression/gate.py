@@ -174,10 +174,13 @@ def rejudge_config_differs(report: dict, gate_config: dict) -> dict:
     """A copy of the report whose cases measured at another configuration than their
     golden are judged again with gate_config's accept_config (check --accept-config)."""
     out = dict(report)
+    again = {c["id"] for c in report["cases"] if (c.get("golden") or {}).get("config_differs")}
     cases = [{**case, "golden": judged_again(case, golden_file_for(case), gate_config)}
-             if (case.get("golden") or {}).get("config_differs") else case
-             for case in report["cases"]]
-    out["cases"] = judged_with_drift(cases, golden_file_for, gate_config)
+             if case["id"] in again else case for case in report["cases"]]
+    # The others keep their sections (their golden file may be relative to the suite's
+    # directory); the level counts every case that can be judged.
+    out["cases"] = drift.rejudged(cases, lambda c, d: judged_again(
+        c, golden_file_for(c), gate_config, d) if c["id"] in again else c["golden"])
     return out
 
 
@@ -229,12 +232,15 @@ FAILED, SKIPPED = Status.FAILED, Status.SKIPPED
 # counted as ok, --allow-inconclusive or not (that lets noise through, not a different
 # measurement); --accept-config names the keys to accept.
 CONFIG = "config-differs"
+# Judged against its run's level, which moved past the tolerance (regression/drift.py):
+# a machine and a change to every case look alike; never ok either (it is no noise).
+LEVEL = "level-moved"
 
 
 @dataclass(frozen=True)
 class NotJudged:
     case_id: str
-    kind: str    # no-golden | inconclusive | config-differs | failed | skipped
+    kind: str    # no-golden | inconclusive | config-differs | level-moved | failed | skipped
     why: str
 
     def line(self) -> str:
@@ -267,7 +273,8 @@ def _not_judged(case: dict) -> NotJudged | None:
     if g.get("config_differs"):
         return NotJudged(cid, CONFIG, g.get("reason") or "measurement configuration differs")
     if g.get("verdict") == Verdict.INCONCLUSIVE:
-        return NotJudged(cid, INCONCLUSIVE, f"inconclusive: {g.get('reason')}")
+        kind = LEVEL if drift.level_moved(g) else INCONCLUSIVE
+        return NotJudged(cid, kind, f"inconclusive: {g.get('reason')}")
     aspects = ("verdict", "dispatch_verdict", "size_verdict")
     if any(g.get(a) not in (None, Verdict.NO_GOLDEN) for a in aspects):
         return None
@@ -298,7 +305,7 @@ def assess(report: dict, *, require_goldens: bool = False, allow_inconclusive: b
         nj = _not_judged(case)
         if nj is None:
             out.judged += 1
-        elif (nj.kind in (FAILED, CONFIG) or (nj.kind == NO_GOLDEN and require_goldens)
+        elif (nj.kind in (FAILED, CONFIG, LEVEL) or (nj.kind == NO_GOLDEN and require_goldens)
               or (nj.kind == INCONCLUSIVE and not allow_inconclusive)):
             out.unjudged.append(nj)
         else:

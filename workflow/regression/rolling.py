@@ -32,7 +32,6 @@ from workflow.records import measurement_config
 from workflow.records.case import section
 from workflow.regression import gate
 from workflow.stats import verdict
-from workflow.stats.drift import Drift
 from workflow.stats.enums import Status
 
 # Fewer stored runs than this at the case's configuration: not judged. One run is one
@@ -147,8 +146,7 @@ def choose(case: dict, points: list[dict], asked: int, measured_at: int,
     return out
 
 
-def golden(case: dict, base: Baseline, settings: verdict.Settings,
-           drift: Drift | None = None) -> dict:
+def golden(case: dict, base: Baseline, settings: verdict.Settings) -> dict:
     """The case's `golden` section judged against its baseline (stats/verdict.judge).
     Too few runs: no golden, the reason saying why (settle() makes it could-not-judge).
     A compile-only case measured no time: the history holds times, so nothing to judge
@@ -163,7 +161,7 @@ def golden(case: dict, base: Baseline, settings: verdict.Settings,
     if ref is None:
         return section("golden", {**verdict.judge(case, None, settings),
                                   "reason": base.too_few()})
-    return section("golden", verdict.judge(case, ref, settings, drift))
+    return section("golden", verdict.judge(case, ref, settings))
 
 
 def settle(a: gate.Assessment, report: dict, baselines: dict[str, Baseline]) -> gate.Assessment:

@@ -87,8 +87,10 @@ def regression_text(case: dict) -> str:
     text = ", ".join(kinds) + " regression"
     if "time" in kinds:
         golden = section(case, "golden")
+        level = (f" of its run's level ×{golden['drift']['factor']:.3f}"
+                 if golden.get("drift") else "")
         text += (f": median {fmt(median_ms(case))} ms vs golden {fmt(golden.get('value_ms'))}"
-                 f" ms (×{fmt(golden.get('ratio'), '.3f')}, "
+                 f" ms (×{fmt(golden.get('ratio'), '.3f')}{level}, "
                  f"p = {fmt(golden.get('p_value'), '.3g')})")
     return text
 

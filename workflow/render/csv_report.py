@@ -144,6 +144,8 @@ def own_columns(case: dict, index: c.Index, peak: dict | None) -> dict:
         "graph_breaks": graph.get("graph_breaks"), "graph_count": graph.get("graph_count"),
         "golden_verdict": golden.get("verdict"), "golden_ms": golden.get("value_ms"),
         "golden_ratio": golden.get("ratio"), "golden_p_value": golden.get("p_value"),
+        # golden_ratio is to the run's level where one was taken out (regression/drift.py).
+        "golden_level": (golden.get("drift") or {}).get("factor"),
         "dispatch_verdict": golden.get("dispatch_verdict"),
         "size_verdict": golden.get("size_verdict"),
         # Sections not measured and why (a compile-only case: timing, memory, accuracy).

@@ -15,7 +15,7 @@ from workflow.errors import ConfigError
 from workflow.records.case import case_record, skipped_case, unsupported_case
 from workflow.records.report import build_report, case_problem, validate_report
 from workflow.records.storage import read_json_file, write_json
-from workflow.regression.gate import golden_section, judged_with_drift
+from workflow.regression.gate import golden_file_for, golden_section, judged_with_drift
 from workflow.stats.enums import Status
 from workflow.stats.speedup import fill_paired, fill_speedups
 
@@ -84,7 +84,10 @@ def collect_cases(records: list[dict], unsupported: list[dict] = (),
             case["golden"] = golden_section(case, by_sku.get(case["sku"]), gate)
         cases.append(case)
     if gate is not None:
-        cases = judged_with_drift(cases, lambda c: by_sku.get(c["sku"]), gate)
+        # A benchmark-file case on a SKU without IREE or torch cases was judged in its
+        # case step against its SKU's golden file, which by_sku does not hold.
+        cases = judged_with_drift(cases, lambda c: by_sku.get(c["sku"]) or golden_file_for(c),
+                                  gate)
     cases += [unsupported_case(u["identity"], u["reason"]) for u in unsupported]
     cases += [skipped_case(u["identity"], u["reason"], u.get("provenance")) for u in skipped]
     fill_speedups(cases)

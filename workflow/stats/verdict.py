@@ -125,6 +125,11 @@ def _side(ratio: float, tolerance: float) -> tuple[str, bool, str]:
             Verdict.REGRESSION if slower else Verdict.IMPROVEMENT)
 
 
+def several_runs(golden: GoldenRef) -> bool:
+    """Whether a golden pools two runs or more (judged run against runs)."""
+    return bool(golden.run_medians_ms) and len(golden.run_medians_ms) >= 2
+
+
 def run_level_verdict(new_medians: Sequence[float], golden: GoldenRef, tolerance: float,
                       p_threshold: float) -> TimeVerdict:
     """The time judged run against runs: this run's median against the medians of the
@@ -164,15 +169,17 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
                  tolerance: float, p_threshold: float,
                  drift: common.Drift | None = None) -> TimeVerdict:
     """drift: the common drift of the case's run (stats/drift.py), taken out of its
-    medians before they are judged; None: judged as measured."""
+    medians before they are judged against a golden of one run; None: judged as
+    measured. A golden of several runs is judged run against runs, as measured: their
+    spread holds how far runs move as a whole, so a level past it is judged too."""
     if not golden.median_ms:
         return TimeVerdict(Verdict.NO_GOLDEN, None, None, None, "no golden time")
+    if several_runs(golden):
+        return run_level_verdict(new_medians, golden, tolerance, p_threshold)
     if drift is not None:
         level = [m / drift.factor for m in new_medians]
         return _drifted(time_verdict(level, noisy, golden, tolerance, p_threshold),
                         drift, tolerance)
-    if golden.run_medians_ms and len(golden.run_medians_ms) >= 2:
-        return run_level_verdict(new_medians, golden, tolerance, p_threshold)
     median = statistics.median(new_medians)
     ratio = median / golden.median_ms
     sample = (golden.invocation_medians_ms if golden.invocation_medians_ms
@@ -258,7 +265,7 @@ def size_verdict(new: int | None, golden: int | None, size_tolerance: float,
 def rules(golden: GoldenRef, tolerance: float, size_tolerance: float,
           p_threshold: float) -> dict:
     """Which rule judges each aspect against this golden, named with its owner."""
-    if golden.run_medians_ms and len(golden.run_medians_ms) >= 2:
+    if several_runs(golden):
         test = (f"one-sided t test of this run's median against the {len(golden.run_medians_ms)}"
                 " golden runs' medians (log scale, their prediction interval)")
     elif golden.invocation_medians_ms and len(golden.invocation_medians_ms) > 1:
@@ -322,7 +329,7 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings,
         return out
     tv = time_verdict(timing["invocation_medians_ms"], bool(timing.get("noisy")), golden,
                       tolerance, settings.p_value, drift)
-    if drift is not None:
+    if drift is not None and not several_runs(golden):
         out["drift"] = drift.to_dict()
     # Against a benchmark file's threshold (another machine's number, sharktank's
     # rule) a disturbed improvement stands: load did not make the code slower than it.
