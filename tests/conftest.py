@@ -43,6 +43,30 @@ def write_suite(path: Path, suite: dict) -> Path:
     return path
 
 
+def fast_bench_files(dest: Path, *, own_repetitions: bool = False) -> Path:
+    """A copy of the shipped benchmarks/ at `dest` whose files warm up for
+    FAST_MEASUREMENT's time and, unless `own_repetitions`, run its repetitions: a
+    file's own (10 repetitions after 0.5 s) override the SKU's, and cost a second or two
+    per invocation. For tests that run the files without judging their times against
+    the files' goldens."""
+    import json
+    import shutil
+
+    shutil.copytree(REPO / "benchmarks", dest)
+    owned = ("--benchmark_min_warmup_time=",
+             *(() if own_repetitions else ("--benchmark_repetitions=",)))
+    for path in dest.rglob("*.json"):
+        data = json.loads(path.read_text())
+        if not own_repetitions:
+            data["benchmark_repetitions"] = FAST_MEASUREMENT["repetitions"]
+        data["benchmark_min_warmup_time"] = FAST_MEASUREMENT["min_warmup_time_s"]
+        if "benchmark_flags" in data:
+            data["benchmark_flags"] = [f for f in data["benchmark_flags"]
+                                       if not f.startswith(owned)]
+        path.write_text(json.dumps(data, indent=4))
+    return dest
+
+
 def init_repo(path: Path, branch: str = "main") -> Path:
     """A new git repository at `path` (made), its committer set for the tests' commits."""
     path.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
+from tests.conftest import FAST_MEASUREMENT, REPO, fast_bench_files, snakemake, write_suite
 from workflow.cli.main import main
 from workflow.paths import REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 
@@ -18,12 +18,15 @@ RENDERS = (REPORT, REPORT_HTML, REPORT_MD, REPORT_CSV)
 
 
 def files_suite(tmp_path):
-    """A suite of one shipped benchmark file; the options below select another."""
+    """A suite of one shipped benchmark file; the options below select another. The
+    files with 3 repetitions: what is measured where is this test's business, not how
+    long it takes."""
+    bench = fast_bench_files(tmp_path / "shipped")
     return write_suite(tmp_path / "files.yaml", {
         "suite_name": "files",
         "skus": {"host": {"iree": {"target_cpu": "host"}, "measurement": FAST_MEASUREMENT}},
-        "benchmark_files": {"models": ["tiny_pipeline"], "filename": "scale*",
-                            "backends": ["cpu"]}})
+        "benchmark_files": {"dir": str(bench), "models": ["tiny_pipeline"],
+                            "filename": "scale*", "backends": ["cpu"]}})
 
 
 def the_suites_own_results(tmp_path, suite) -> dict[str, bytes]:

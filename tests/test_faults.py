@@ -125,10 +125,13 @@ FAULTY_MODELS = textwrap.dedent('''
         return _build(_fd_noise, dtype, shape)
 ''')
 
-# Small enough that the hanging cases cost seconds, large enough that a worker starts
-# (python, torch, the FX importer: about 10 s on a loaded 2-core machine) before it
-# runs out.
-EXPORT_S, RUN_S = 30, 30
+# Small enough that the hanging cases cost seconds (both hangs are on the fixture's
+# critical path: the torch batch and the IREE batch run one after the other), large
+# enough that a healthy step finishes first on a loaded 2-core machine: an export
+# worker's whole run (python, torch, the FX importer: about 4 s idle, about 10 s
+# loaded) within export_s; a torch worker's start (about 2 s idle) or one of its
+# phases within run_s, which each step restarts.
+EXPORT_S, RUN_S = 20, 15
 
 MODEL_CASES = [
     ("segv-iree", "forward segfaults (SIGSEGV) in the export worker", "iree",
