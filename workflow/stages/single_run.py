@@ -268,7 +268,9 @@ def forge_details(output: str) -> dict:
 
 
 class _Backoff:
-    """Sleeps growing from 0.1 s to 5 s between tries until `deadline` (time.monotonic)."""
+    """Sleeps growing from 0.1 s to 1 s between tries until `deadline` (time.monotonic).
+    A try is one flock call; at most 1 s keeps a queued run from starting seconds after
+    the lock was freed (up to 5 s made six queued runs wait 2-6 s each)."""
 
     def __init__(self, deadline: float):
         self.deadline, self.delay = deadline, 0.1
@@ -279,7 +281,7 @@ class _Backoff:
         if left <= 0:
             return False
         time.sleep(min(self.delay, left))
-        self.delay = min(self.delay * 2, 5.0)
+        self.delay = min(self.delay * 2, 1.0)
         return True
 
 
