@@ -257,3 +257,24 @@ def test_the_reports_regression_text_names_the_level():
     case = next(c for c in gate.rejudge(report, DATA / "goldens", settings())["cases"]
                 if c["id"] == slow)
     assert " of its run's level ×1.1" in regression_text(case)
+
+
+def test_accept_config_refuses_a_golden_it_cannot_find_rather_than_pass_unjudged(
+        tmp_path, monkeypatch):
+    from workflow.errors import ConfigError
+
+    monkeypatch.chdir(DATA)
+    report = gate.rejudge(read_report("default-7.report.json"), Path("goldens"), settings())
+    cid = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
+    for c in report["cases"]:
+        if c["id"] == cid:   # as if measured at 1 thread against a golden at 2
+            c["golden"] = {**c["golden"], "verdict": Verdict.INCONCLUSIVE,
+                           "config_differs": [{"key": "threads", "measured": 1, "golden": 2}]}
+    here = gate.rejudge_config_differs(report, settings())
+    judged = next(c for c in here["cases"] if c["id"] == cid)["golden"]
+    assert judged["source"] == "goldens/cpu-host.json" and not judged["config_differs"]
+    assert judged["verdict"] in (Verdict.PASS, Verdict.INCONCLUSIVE) and judged["drift"]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        gate.rejudge_config_differs(report, settings())
+    assert f"{cid}: its golden file goldens/cpu-host.json is not found from" in str(err.value)

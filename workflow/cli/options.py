@@ -42,7 +42,8 @@ def gate_command(run):
 def add_allow_inconclusive(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--allow-inconclusive", action="store_true",
                    help=f"count {what} as ok (exit 0) instead of exit 3; a failed "
-                        "one still exits 3")
+                        "one, one measured at another configuration than its golden, and "
+                        "one whose run's level moved past the tolerance still exit 3")
 
 
 def add_accept_config(p: argparse.ArgumentParser, what: str) -> None:

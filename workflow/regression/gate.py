@@ -175,12 +175,22 @@ def rejudge_config_differs(report: dict, gate_config: dict) -> dict:
     golden are judged again with gate_config's accept_config (check --accept-config)."""
     out = dict(report)
     again = {c["id"] for c in report["cases"] if (c.get("golden") or {}).get("config_differs")}
+    lost = [f"{c['id']}: its golden file {c['golden']['source']} is not found from "
+            f"{Path.cwd()}: run `check --accept-config` in the suite's directory, or name "
+            "the goldens with --goldens DIR" for c in report["cases"]
+            if c["id"] in again and golden_file_for(c) is None
+            and c["golden"].get("source") != (c.get("provenance") or {}).get("benchmark_file")]
+    if lost:  # judged against nothing, such a case would pass unjudged
+        raise ConfigError(lost)
     cases = [{**case, "golden": judged_again(case, golden_file_for(case), gate_config)}
              if case["id"] in again else case for case in report["cases"]]
-    # The others keep their sections (their golden file may be relative to the suite's
-    # directory); the level counts every case that can be judged.
+    # The accepted cases join their groups' levels: a case judged at another level than
+    # its group's now is judged again where its golden file is found (a source relative
+    # to the suite's directory may not be; then its section stays as the report had it).
     out["cases"] = drift.rejudged(cases, lambda c, d: judged_again(
-        c, golden_file_for(c), gate_config, d) if c["id"] in again else c["golden"])
+        c, golden_file_for(c), gate_config, d) if c["id"] in again or (
+            drift.of_section(c["golden"]) != d and golden_file_for(c) is not None)
+        else c["golden"])
     return out
 
 

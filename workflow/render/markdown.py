@@ -42,7 +42,9 @@ COLUMNS = (
                "kept invocations ran, after the retakes the budget allowed (listed under "
                "Disturbed with the reason): its time is partly the load's."),
     ("Golden verdict", "the comparison with the SKU's golden: pass, regression, improvement, "
-                       "inconclusive or no-golden, with median / golden ratio; dispatch-count "
+                       "inconclusive or no-golden, with median / golden ratio (to its run's level "
+                       "where `of level ×F` follows: the median ratio of its group's cases, "
+                       "taken out against a golden of one run); dispatch-count "
                        "and size verdicts when they are not pass; then `detects ≥×R`, the "
                        "smallest slowdown the gate would have caught with 80 % power at this "
                        "case's noise (`timing.mde_ratio`): a pass says nothing about smaller "

@@ -268,12 +268,13 @@ def forge_details(output: str) -> dict:
 
 
 class _Backoff:
-    """Sleeps growing from 0.1 s to 1 s between tries until `deadline` (time.monotonic).
-    A try is one flock call; at most 1 s keeps a queued run from starting seconds after
-    the lock was freed (up to 5 s made six queued runs wait 2-6 s each)."""
+    """Sleeps growing from 0.1 s to `cap` between tries until `deadline`
+    (time.monotonic): 1 s where a try is one flock call (a queued run then starts within
+    a second of the lock's release; with 5 s, six queued runs each waited 2-6 s), 5 s
+    where a try starts a whole snakemake."""
 
-    def __init__(self, deadline: float):
-        self.deadline, self.delay = deadline, 0.1
+    def __init__(self, deadline: float, cap: float):
+        self.deadline, self.delay, self.cap = deadline, 0.1, cap
 
     def wait(self) -> bool:
         """Sleeps before the next try; False when the deadline has passed."""
@@ -281,7 +282,7 @@ class _Backoff:
         if left <= 0:
             return False
         time.sleep(min(self.delay, left))
-        self.delay = min(self.delay * 2, 1.0)
+        self.delay = min(self.delay * 2, self.cap)
         return True
 
 
@@ -290,7 +291,7 @@ def workdir_lock(workdir: Path, wait_s: float, case_id: str):
     """Holds the work directory's run lock (flock on RUN_LOCK, released when the process
     ends however it ends), waiting up to `wait_s` for another run of the same case;
     raises TimeoutError naming the directory when it stays held."""
-    backoff = _Backoff(time.monotonic() + wait_s)
+    backoff = _Backoff(time.monotonic() + wait_s, cap=1.0)
     with open(workdir / RUN_LOCK, "a") as fh:
         told = False
         while True:
@@ -316,7 +317,7 @@ def workdir_lock(workdir: Path, wait_s: float, case_id: str):
 def run_snakemake(argv: list[str], log: Path, verbose: bool, wait_s: float) -> int:
     """Runs snakemake; while another snakemake (not a benchflow run: those wait on the run
     lock) holds the work directory, waits and retries with backoff up to `wait_s`."""
-    backoff = _Backoff(time.monotonic() + wait_s)
+    backoff = _Backoff(time.monotonic() + wait_s, cap=5.0)
     while True:
         with log.open("w") as fh:
             code = proc.run_attached(argv, out=None if verbose else fh)
