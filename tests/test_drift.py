@@ -29,6 +29,31 @@ def judged(report: dict) -> dict[str, dict]:
     return {c["id"]: c["golden"] for c in again["cases"]}
 
 
+BERT = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
+
+
+def scaled(report: dict, factor: float, which) -> dict:
+    """`report` with the times of its cases for which which(case) holds x `factor`."""
+    for c in report["cases"]:
+        if which(c) and c.get("timing"):
+            t = c["timing"]
+            t["invocation_medians_ms"] = [x * factor for x in t["invocation_medians_ms"]]
+            t["median_ms"] *= factor
+    return report
+
+
+def slowed(scale: float, backend: str = "iree") -> dict:
+    """The rerun with every case of `backend` x `scale`."""
+    return scaled(read_report(DATA / "default-7.report.json"), scale,
+                  lambda c: c["backend"] == backend)
+
+
+def one_slower(scale: float, cid: str = BERT) -> dict:
+    """The rerun with one case x `scale`."""
+    return scaled(read_report(DATA / "default-7.report.json"), scale,
+                  lambda c: c["id"] == cid)
+
+
 def test_a_rerun_of_unchanged_code_that_moved_as_a_whole_is_no_regression(monkeypatch):
     report = read_report(DATA / "default-7.report.json")
     goldens = judged(report)
@@ -49,14 +74,8 @@ def test_a_rerun_of_unchanged_code_that_moved_as_a_whole_is_no_regression(monkey
 
 
 def test_one_case_that_moved_beyond_its_runs_level_is_a_regression():
-    report = read_report(DATA / "default-7.report.json")
-    slow = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
-    for case in report["cases"]:
-        if case["id"] == slow:
-            t = case["timing"]
-            t["invocation_medians_ms"] = [x * 1.5 for x in t["invocation_medians_ms"]]
-            t["median_ms"] *= 1.5
-    goldens = judged(report)
+    slow = BERT
+    goldens = judged(one_slower(1.5))
     assert goldens[slow]["verdict"] == Verdict.REGRESSION, goldens[slow]["reason"]
     assert goldens[slow]["drift"]["group"] == "cpu iree"
     assert [cid for cid, g in goldens.items() if g["verdict"] == Verdict.REGRESSION] == [slow]
@@ -130,12 +149,8 @@ def test_compare_names_a_group_that_moved_as_a_whole():
     from workflow.regression.compare import compare, to_markdown
 
     base = read_report(DATA / "default-7.report.json")
-    new = read_report(DATA / "default-7.report.json")
-    for c in new["cases"]:
-        if c["backend"].startswith("torch") and c.get("timing"):
-            c["timing"]["invocation_medians_ms"] = [x * 1.2 for x in
-                                                    c["timing"]["invocation_medians_ms"]]
-            c["timing"]["median_ms"] *= 1.2
+    new = scaled(read_report(DATA / "default-7.report.json"), 1.2,
+                 lambda c: c["backend"].startswith("torch"))
     result = compare(base, new)
     levels = {d["group"]: d["factor"] for d in result["levels"]}
     assert levels["cpu torch"] == pytest.approx(1.2) and levels["cpu iree"] == pytest.approx(1)
@@ -148,14 +163,8 @@ def test_compare_names_a_group_that_moved_as_a_whole():
 def test_the_lines_and_the_reports_name_the_level():
     from workflow.render.common import verdict_text
 
-    report = read_report(DATA / "default-7.report.json")
-    slow = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
-    for c in report["cases"]:
-        if c["id"] == slow:
-            c["timing"]["invocation_medians_ms"] = [x * 1.5 for x in
-                                                    c["timing"]["invocation_medians_ms"]]
-            c["timing"]["median_ms"] *= 1.5
-    again = gate.rejudge(report, DATA / "goldens", settings())
+    slow = BERT
+    again = gate.rejudge(one_slower(1.5), DATA / "goldens", settings())
     [finding] = gate.findings(again)
     assert "(of its run's level: the cpu iree cases moved x1.1" in finding.line()
     case = next(c for c in again["cases"] if c["id"] == slow)
@@ -198,16 +207,6 @@ def test_check_measures_again_no_case_whose_level_moved():
     assert outcomes == []
 
 
-def slowed(scale: float, backend: str = "iree") -> dict:
-    report = read_report(DATA / "default-7.report.json")
-    for c in report["cases"]:
-        if c["backend"] == backend and c.get("timing"):
-            t = c["timing"]
-            t["invocation_medians_ms"] = [x * scale for x in t["invocation_medians_ms"]]
-            t["median_ms"] *= scale
-    return report
-
-
 def test_a_level_past_the_tolerance_is_never_counted_as_ok():
     report = gate.rejudge(slowed(1.3), DATA / "goldens", settings())
     for allow in (False, True):
@@ -247,15 +246,8 @@ def test_accept_config_from_another_directory_keeps_the_other_verdicts(tmp_path,
 def test_the_reports_regression_text_names_the_level():
     from workflow.render.common import regression_text
 
-    report = slowed(1.0)
-    slow = "cpu-host/iree/bert-tiny-1x32-f32/baseline"
-    for c in report["cases"]:
-        if c["id"] == slow:
-            c["timing"]["invocation_medians_ms"] = [x * 1.5 for x in
-                                                    c["timing"]["invocation_medians_ms"]]
-            c["timing"]["median_ms"] *= 1.5
-    case = next(c for c in gate.rejudge(report, DATA / "goldens", settings())["cases"]
-                if c["id"] == slow)
+    case = next(c for c in gate.rejudge(one_slower(1.5), DATA / "goldens", settings())["cases"]
+                if c["id"] == BERT)
     assert " of its run's level ×1.1" in regression_text(case)
 
 
@@ -278,3 +270,25 @@ def test_accept_config_refuses_a_golden_it_cannot_find_rather_than_pass_unjudged
     with pytest.raises(ConfigError) as err:
         gate.rejudge_config_differs(report, settings())
     assert f"{cid}: its golden file goldens/cpu-host.json is not found from" in str(err.value)
+
+
+def test_a_golden_file_is_read_once_per_content(tmp_path, monkeypatch):
+    """Judging a report looks each case up in its SKU's file (twice, with the level):
+    parsed and checked once per content, and a rewrite of the same size within one
+    clock tick is read afresh."""
+    import shutil
+
+    from workflow.regression import goldens
+
+    path = shutil.copy(DATA / "goldens" / "cpu-host.json", tmp_path / "cpu-host.json")
+    reads = []
+    real = goldens.read
+    monkeypatch.setattr(goldens, "read", lambda p, sku=None: reads.append(p) or real(p, sku))
+    for _ in range(3):
+        first = goldens.lookup(BERT, path)
+    assert len(reads) == 1
+    text = Path(path).read_text()
+    old = f"{first.median_ms!r}"
+    new = old[:-1] + ("1" if old[-1] != "1" else "2")   # same size, another value
+    Path(path).write_text(text.replace(old, new, 1))
+    assert goldens.lookup(BERT, path).median_ms == float(new) and len(reads) == 2
