@@ -107,7 +107,7 @@ def test_check_names_the_dispatch_against_a_golden_blessed_with_kernels(tmp_path
     gdir = tmp_path / "goldens"
     assert main(["bless", "--report", str(base), "--goldens", str(gdir), "--yes"]) == 0
     golden = json.loads((gdir / "host.json").read_text())
-    assert golden["schema_version"] == "1.2"
+    assert golden["schema_version"] == "1.3"
     assert golden["cases"][CID]["explain"]["kernels"]["rows"][0]["name"].endswith("matmul_"
                                                                                  "128x256x256_f32")
     capsys.readouterr()

@@ -1,27 +1,13 @@
 """A bisection step: two revisions' modules, each built at its own revision
-(bisect/prepare.py), interleaved in the A/B protocol's rounds (stages/ab.py's invocations
-and profiles, measure/pairs.interleave, measure/plans.ab_plan) and explained as an A/B
-row is (stages/ab.attribution_of). Only the modules differ from an ab_pairs row: there
-the two sides share one export, here each side has its own, made from its revision's
-model sources.
+(bisect/prepare.py), paired by stages/ab_modules.pair_modules (the A/B protocol's
+rounds and attribution) under the suite's `ab` settings scaled for the step.
 """
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from workflow.backends.iree import tools as iree
-from workflow.backends.output import MACHINE_ERRNOS, machine_fault
 from workflow.bisect.search import Step
-from workflow.errors import StageError
-from workflow.measure.pairs import interleave, seed_of
-from workflow.measure.plans import ab_plan
-from workflow.stages.ab import attribution_of, pair_invocation, pair_profiles, round_settings
-from workflow.stages.iree import benchmark_run, sku_tool
+from workflow.stages.ab_modules import pair_modules
 from workflow.stats.enums import ABVerdict
-
-SIDES = ("base", "new")
 
 # The rounds before the final pair's first look (the pair the answer reports, first bad
 # against last good). A step may stop at its first look (8 rounds at the defaults) once
@@ -46,75 +32,15 @@ def scaled(ab: dict, scale: int, final: bool = False) -> dict:
     return out
 
 
-def _failed(row: dict, side: str, failed: dict) -> Step:
-    """A failed step naming the revision; `fault`: the line that says the machine refused
-    a write (a full cache disk, a quota, a read-only file system: output.machine_fault),
-    which is this machine's failure, not the revision's, and no retry would change."""
-    row = {**row, "verdict": ABVerdict.FAILED, "failed_stage": failed["stage"],
-           "error": f"{row[side]}: {failed['error']}"}
-    fault = machine_fault(str(failed["error"] or ""))
-    if fault:
-        row["fault"] = fault
-    return Step(base=row["base"], new=row["new"], verdict=ABVerdict.FAILED, row=row)
-
-
-def _side(prepared: dict, kernels: dict | None, argv: list[str]) -> dict:
-    """A side as attribution_of reads a record: its kernels, flags and provenance (the
-    tools' builds and the model's sources by digest: what a revision changed)."""
-    return {"sku": prepared["identity"]["sku"], "kernels": kernels,
-            "compile": {"flags": prepared["compile_flags"]},
-            "provenance": {"iree_device": prepared["sku"]["iree"]["device"],
-                           "benchmark_tool": argv[0], "builds": prepared["parts"]["tools"],
-                           "model_sources": prepared["model_sources"]}}
-
-
 def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int,
                  log: str, final: bool = False) -> Step:
     """The paired A/B of two built revisions (`sides`: prepare's answers, base first)
     with the base side's suite `ab` settings scaled by `scale` (`final`: at least
     FINAL_ROUNDS rounds). A side that failed to build, or a tool that failed in a round,
     is a failed step naming the revision."""
-    base, new = sides
-    row = {"base": names[0], "new": names[1], "workload": base["identity"]["workload"],
-           "kind": "iree"}
-    for side, prepared in zip(SIDES, sides, strict=True):
-        if prepared.get("error") or prepared.get("failed"):
-            return _failed(row, side, prepared.get("failed")
-                           or {"stage": "suite", "error": prepared.get("error")})
-    ab, timeout = scaled(base["ab"], scale, final), base["timeouts"]["run_s"]
-    skus = {side: p["sku"] for side, p in zip(SIDES, sides, strict=True)}
-    invocation = {side: round_settings(ab, skus[side]["measurement"]) for side in SIDES}
-    with tempfile.TemporaryDirectory() as tmp:
-        argvs = {}
-        try:
-            for side, p in zip(SIDES, sides, strict=True):
-                (Path(tmp) / side).mkdir()
-                args = iree.write_input_files(p["inputs"], p["dtypes"], Path(tmp) / side)
-                r = invocation[side]
-                argvs[side] = iree.benchmark_argv(
-                    sku_tool(skus[side], "benchmark_tool"), p["vmfb"], "main", args,
-                    skus[side], repetitions=r["repetitions"],
-                    warmup_s=r["min_warmup_time_s"], min_time=f"{r['min_time_s']:g}s")
-            for side in SIDES:  # untimed: a fresh module's first call pays page faults
-                benchmark_run(argvs[side], timeout, log)
-            seed = seed_of(*names, row["workload"], str(scale))
-            measured = interleave(
-                pair_invocation(argvs["base"], timeout, log, skus["base"]["measurement"], seed),
-                pair_invocation(argvs["new"], timeout, log, skus["new"]["measurement"], seed + 1),
-                ab_plan(ab), budget_s=ab["budget_s"], seed=seed,
-                max_retakes=ab["max_retakes"])
-            profiles = pair_profiles(argvs, "base", "new", skus, timeout, log)
-        except StageError as exc:
-            return _failed(row, "new", {"stage": exc.stage, "error": exc.message})
-        except OSError as exc:  # our own write (the inputs, the log) that the machine refused
-            if exc.errno not in MACHINE_ERRNOS:
-                raise
-            where = exc.filename or f"a file in {tmp}"
-            return _failed(row, "new", {"stage": "measure",
-                                        "error": f"could not write {where}: {exc.strerror}"})
-    row.update(measured, commands=argvs, invocation=invocation, scale=scale)
-    kernels = profiles or {}
-    row["attribution"] = attribution_of(row, _side(base, kernels.get("base"), argvs["base"]),
-                                        _side(new, kernels.get("new"), argvs["new"]))
-    return Step(base=names[0], new=names[1], verdict=row["verdict"], ratio=row["ratio"],
-                ci=row.get("ci95") or row.get("ci"), rounds=row["rounds"], row=row)
+    ab = scaled(sides[0]["ab"], scale, final) if "ab" in sides[0] else None
+    row = pair_modules(names, sides, ab, log=log, seed_extra=str(scale))
+    if row["verdict"] != ABVerdict.FAILED:
+        row["scale"] = scale
+    return Step(base=names[0], new=names[1], verdict=row["verdict"], ratio=row.get("ratio"),
+                ci=row.get("ci95") or row.get("ci"), rounds=row.get("rounds") or 0, row=row)

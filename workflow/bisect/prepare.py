@@ -17,6 +17,7 @@ from pathlib import Path
 from workflow.backends.proc import worker_main
 from workflow.errors import ConfigError
 from workflow.records.storage import read_json, write_json
+from workflow.stages.ab_torch import torch_side
 
 # Where the revision's tree appears in its key's parts: the key of two revisions with
 # the same model files is the same although their trees are extracted in two places.
@@ -144,22 +145,6 @@ def build(prepared: dict, out: Path) -> dict:
     return {"vmfb": str(vmfb), "inputs": files["inputs"], "mlir": files["mlir"], "dtypes": dtypes,
             "compile_flags": iree.compile_flags(prepared["sku"]),
             "run_flags": iree.device_flags(prepared["sku"]), "failed": None}
-
-
-def torch_side(suite, case, label: str) -> dict:
-    """A torch case at this revision as one side of a torch A/B pair
-    (stages/ab_torch.compare_torch_pair; what stages/plan.torch_ab_plan gives a suite's
-    own pair): its worker imports the model files of this revision's tree, which the
-    workload's model_modules name."""
-    from workflow.stages.keys import sku_settings
-
-    return {"label": label,
-            "side": {"sku": case.sku, "backend": case.backend, "recipe": case.recipe,
-                     "workload": case.workload.id},
-            "case": {"id": case.id, "identity": case.identity(),
-                     "workload": case.workload.spec(), "recipe": case.recipe},
-            "backend": suite.config["torch_backends"][case.backend],
-            "sku": sku_settings(suite.sku(case.sku))}
 
 
 def build_cases(tree: Path, suite_rel: str, case_ids: list[str], label: str,

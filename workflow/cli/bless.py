@@ -32,6 +32,14 @@ def add_parser(sub) -> None:
                    help="bless cases too noisy to be goldens as well (their CV above their "
                         "SKU's measurement.noisy_cv); without it --yes refuses them, exit "
                         f"{NOISY_EXIT}, and writes nothing")
+    p.add_argument("--numbers-only", action="store_true",
+                   help="keep only the numbers: no module, inputs or model files to measure "
+                        "the baseline again, so `check` judges these goldens across runs "
+                        "as measured (docs/goldens.md, \"What a golden keeps\")")
+    p.add_argument("--artifacts", type=Path, metavar="DIR",
+                   help="keep the baselines' files (IREE modules and inputs, torch model "
+                        "files, by content) in DIR instead of <goldens>/artifacts; the "
+                        "goldens name it")
     p.add_argument("--yes", action="store_true", help="write (default: print what would change)")
     p.set_defaults(func=run)
 
@@ -45,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
                           granularity=args.size_granularity,
                           benchmark_files=args.benchmark_files, write=args.yes,
                           warn=lambda text: print(text, file=sys.stderr),
-                          allow_noisy=args.allow_noisy)
+                          allow_noisy=args.allow_noisy, baselines=not args.numbers_only,
+                          artifacts=args.artifacts)
     plan, lines, file_lines = blessing.plan, blessing.lines, blessing.file_lines
     print(f"bless {', '.join(map(str, args.report))} -> {args.goldens} (sizes rounded up to "
           f"{args.size_granularity} B):")
@@ -66,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"dry run: nothing written; --yes writes {len(plan.changes)} golden(s) to "
               f"{len(plan.files)} file(s)" + (" and the benchmark files" if file_lines else ""))
         return 0
+    if blessing.kept is not None:
+        from workflow.stages.baselines import keep
+
+        added = keep.write(blessing.kept)  # before the goldens that name them
+        print(f"stored {added / 2**20:.1f} MiB of baseline artifacts in {blessing.kept.store}")
     goldens.write_plan(plan)
     print(f"wrote {len(plan.changes)} golden(s) to {', '.join(sorted(plan.files)) or 'no file'}")
     return 0

@@ -21,9 +21,10 @@ from workflow.cli.options import (
 from workflow.errors import ConfigError
 from workflow.stages.gates import check_report
 
-# Seconds `check` spends, in all, measuring inconclusive cases again by default: about a
-# dozen more invocations of a few cases at the default suite's settings.
-REMEASURE_BUDGET_S = 60.0
+# Seconds `check` spends, in all, measuring again by default: the pairs of cases changed
+# since their goldens (a pair decides a small module in 10-40 s on 2 cores, stopping at
+# the ab plan's first decided look), then inconclusive cases' fresh invocations.
+REMEASURE_BUDGET_S = 300.0
 
 
 def add_parser(sub) -> None:
@@ -38,9 +39,17 @@ def add_parser(sub) -> None:
     add_allow_inconclusive(p, "inconclusive cases, and a report with no golden at all,")
     p.add_argument("--remeasure-budget", type=float, default=REMEASURE_BUDGET_S,
                    metavar="SECONDS",
-                   help="measure inconclusive IREE cases again, judged alone, within this "
-                        f"many seconds in all (default {REMEASURE_BUDGET_S:g}; 0: never); "
-                        "run from the working directory holding results/")
+                   help="seconds in all for measuring again: each case changed since its "
+                        "golden paired with the golden's kept baseline, then inconclusive "
+                        f"IREE cases measured again, judged alone (default "
+                        f"{REMEASURE_BUDGET_S:g}; 0: never)")
+    p.add_argument("--unpaired", action="store_true",
+                   help="judge every case from the numbers across runs, as before goldens "
+                        "kept their baselines: no case is called unchanged or paired")
+    p.add_argument("--gate-on-machine", action="store_true",
+                   help="judge a case unchanged since its golden by its time as measured: "
+                        "this machine's own drift fails the gate (default: ok by "
+                        "construction, the drift said)")
     add_accept_config(p, "judge cases measured at another measurement configuration than "
                          "their golden")
     p.add_argument("--against-history", type=at_least_one, metavar="N",
@@ -84,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                          require_goldens=args.require_goldens,
                          allow_inconclusive=args.allow_inconclusive,
                          remeasure_budget_s=args.remeasure_budget,
-                         settings=gate_settings(args), accept_config=args.accept_config)
+                         settings=gate_settings(args), accept_config=args.accept_config,
+                         unpaired=args.unpaired, gate_on_machine=args.gate_on_machine)
     for text in gated.lines:
         print(text)
     return EXIT_CODES[gated.outcome]

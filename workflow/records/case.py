@@ -20,7 +20,7 @@ from workflow.records.measurement_config import settings_of_sku
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.6"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+SCHEMA_VERSION = "1.7"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
 # 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
 # kernels (per dispatch or op), provenance.model_sources (the model's files by digest);
 # 1.3: cost (seconds per phase), timing.target_rel_width, target_source, rel_width,
@@ -29,7 +29,9 @@ SCHEMA_VERSION = "1.6"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ra
 # aliasing ops dropped before IREE's import), provenance.target_chip (what auto chose);
 # 1.5: provenance.measurement (the SKU's settings that change what an invocation
 # measures), golden.config_differs (records/measurement_config.py); 1.6: golden.drift
-# (the run's common drift taken out before the time was judged: stats/drift.py)
+# (the run's common drift taken out before the time was judged: stats/drift.py);
+# 1.7: golden.basis, golden.machine_drift, golden.pair (a case decided by what changed
+# since its golden: unchanged, paired with the kept baseline, or unpaired).
 
 
 @cache

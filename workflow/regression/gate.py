@@ -110,7 +110,9 @@ class Finding:
 def _detail(g: dict) -> str:
     parts = []
     if g.get("verdict") == Verdict.REGRESSION:
-        if g.get("ratio") is not None:
+        if g.get("basis") == "paired":  # stages/baselines/pair.py: the pair decided
+            parts.append(f"time {g.get('reason')}")
+        elif g.get("ratio") is not None:
             level = (f" (of its run's level: the {g['drift']['group']} cases moved "
                      f"x{g['drift']['factor']:.3f} together)" if g.get("drift") else "")
             parts.append(f"time x{g['ratio']:.3f}{level} vs tolerance x{g.get('tolerance'):g}, "

@@ -30,8 +30,10 @@ KIND = "benchflow-goldens"
 # 1.1: an entry may hold `explain` (the blessed case's kernels, compile flags and
 # provenance), so that `check` names the dispatches behind a regression; 1.2:
 # `measurement_config`, so that a case measured otherwise is not judged against it, and
-# `run_medians_ms` (one per run of a pooled golden), so that it is judged run by run.
-SCHEMA_VERSION = "1.2"
+# `run_medians_ms` (one per run of a pooled golden), so that it is judged run by run;
+# 1.3: `baseline`, what measures the golden's baseline again beside a later run
+# (stages/baselines/keep.py), its files in the artifact store (artifacts.py).
+SCHEMA_VERSION = "1.3"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 
 

@@ -239,3 +239,19 @@ def torch_row_attribution(row: dict, pair: dict, profiles: dict) -> dict:
                                    if pair[r].get("model_sources") else {})}}
              for r in ROLES}
     return attribution_of(row, sides["base"], sides["new"])
+
+
+def torch_side(suite, case, label: str) -> dict:
+    """A torch case of a loaded suite as one side of a torch A/B pair
+    (compare_torch_pair; what stages/plan.torch_ab_plan gives a suite's own pair): its
+    worker imports the model files the workload's model_modules name (a revision's tree
+    in bisect/prepare.py, a golden's stored copy in stages/baselines/)."""
+    from workflow.stages.keys import sku_settings
+
+    return {"label": label,
+            "side": {"sku": case.sku, "backend": case.backend, "recipe": case.recipe,
+                     "workload": case.workload.id},
+            "case": {"id": case.id, "identity": case.identity(),
+                     "workload": case.workload.spec(), "recipe": case.recipe},
+            "backend": suite.config["torch_backends"][case.backend],
+            "sku": sku_settings(suite.sku(case.sku))}

@@ -20,16 +20,22 @@ class Blessing:
     file_lines: list[str]        # the benchmark files' changes (--benchmark-files)
     # The cases too noisy to be goldens, a line each: the case, its CV and the limit.
     noisy: list[str]
+    # What measures each golden's baseline again (stages/baselines/keep.Kept); None:
+    # numbers only (--numbers-only).
+    kept: object = None
 
 
 def plan_bless(reports: list[Path], goldens_dir: Path, *, sku: str | None, cases: str | None,
                granularity: int, benchmark_files: bool, write: bool,
-               warn: Callable[[str], None], allow_noisy: bool = False) -> Blessing:
+               warn: Callable[[str], None], allow_noisy: bool = False,
+               baselines: bool = True, artifacts: Path | None = None) -> Blessing:
     """The goldens of `reports` (the last the newest; every one's invocation medians
     pooled) planned for goldens_dir; with benchmark_files the files' golden fields too,
     written when `write`, unless a case is noisy and not `allow_noisy`. Raises
     ConfigError for a goldens_dir that is not a directory; warn(line) as soon as reports
-    of different commits are pooled."""
+    of different commits are pooled. `baselines`: each timed golden also keeps what
+    measures it again (stages/baselines/keep.py), its files in `artifacts` (default
+    <goldens_dir>/artifacts)."""
     from workflow.regression import goldens
 
     if goldens_dir.exists() and not goldens_dir.is_dir():
@@ -46,12 +52,17 @@ def plan_bless(reports: list[Path], goldens_dir: Path, *, sku: str | None, cases
                  "runs of different commits")
     plan = goldens.plan_bless(report, str(newest), goldens_dir, sku=sku, cases=cases,
                               granularity=granularity, earlier=earlier)
-    lines = goldens.describe(plan)
+    kept = None
+    if baselines:
+        from workflow.stages.baselines import keep
+
+        kept = keep.attach(plan, newest, goldens_dir, artifacts)
+    lines = goldens.describe(plan) + (kept.lines() if kept and plan.changes else [])
     noisy = noisy_lines(plan, report)
     file_lines = (goldens.bless_benchmark_files(report, granularity, sku=sku, cases=cases,
                                                 write=write and (allow_noisy or not noisy))
                   if benchmark_files else [])
-    return Blessing(plan, lines, file_lines, noisy)
+    return Blessing(plan, lines, file_lines, noisy, kept)
 
 
 def noisy_lines(plan, report: dict) -> list[str]:

@@ -12,6 +12,7 @@ the commands exit 2 on (cli/options.gate_command).
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -41,10 +42,15 @@ class GateResult:
 
 def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bool,
                  allow_inconclusive: bool, remeasure_budget_s: float,
-                 settings, accept_config: tuple[str, ...] = ()) -> GateResult:
+                 settings, accept_config: tuple[str, ...] = (), unpaired: bool = False,
+                 gate_on_machine: bool = False) -> GateResult:
     """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings;
     accept_config: measurement configuration keys a case may differ from its golden in
-    (records/measurement_config.KEYS)."""
+    (records/measurement_config.KEYS). Each case is first decided by what changed since
+    its golden (stages/baselines/pair.py: unchanged, paired within remeasure_budget_s,
+    or unpaired), unless `unpaired` (every case judged from the numbers, as before);
+    `gate_on_machine`: an unchanged case's drift is judged as measured."""
+    from workflow.stages.baselines import pair
     from workflow.stages.remeasure import remeasure_inconclusive
 
     report = read_report(report_path)
@@ -56,13 +62,26 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
         report = gate.rejudge(report, goldens, gate_config)
     elif accept_config:
         report = gate.rejudge_config_differs(report, gate_config)
+    decided = []
+    if not unpaired:
+        start = time.monotonic()
+        report, decided = pair.decide(report, report_path, goldens_dir=goldens,
+                                      budget_s=remeasure_budget_s,
+                                      gate_on_machine=gate_on_machine)
+        remeasure_budget_s = max(0.0, remeasure_budget_s - (time.monotonic() - start))
     report, remeasured = remeasure_inconclusive(
         report, budget_s=remeasure_budget_s, gate_config=gate_config,
         goldens_dir=goldens)
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)
-    lines = [r.line() for r in remeasured]
-    lines += gate_lines(report, a, explain.finding_lines(report, a.regressed, goldens))
+    lines = [d.line for d in decided if d.line] + [r.line() for r in remeasured]
+    why = explain.finding_lines(report, a.regressed, goldens)
+    why.update(pair.finding_lines(report, a.regressed))
+    unchanged = sum(d.basis == pair.UNCHANGED for d in decided)
+    tail = (f"; {unchanged} unchanged since blessed, "
+            f"{sum(d.basis == pair.PAIRED for d in decided)} paired with their baseline, "
+            f"{sum(d.basis == pair.UNPAIRED for d in decided)} unpaired") if decided else ""
+    lines += gate_lines(report, a, why, summary_tail=tail)
     return GateResult(a.outcome, lines)
 
 

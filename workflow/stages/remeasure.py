@@ -216,7 +216,9 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     todo = [i for i, c in enumerate(report["cases"])
             if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE
             and not (c.get("golden") or {}).get("config_differs")
-            and not drift.level_moved(c.get("golden"))]
+            and not drift.level_moved(c.get("golden"))
+            # Decided by its pair, or unchanged since blessed (stages/baselines/pair.py).
+            and (c.get("golden") or {}).get("basis") not in ("paired", "unchanged")]
     if budget_s <= 0 or not todo:
         return report, []
     timeout = timeout_s or run_timeout_default()
@@ -262,8 +264,30 @@ def run_gate_rule(*, report: str, out: str, log: str, goldens: dict, skus: dict,
     """The `gate` rule (results/gate.json): regression.gate.run_gate with the suite's
     `goldens` settings, re-measuring inconclusive cases first when
     goldens.remeasure_budget_s allows it (then the rule is a timing job)."""
-    from functools import partial
+    from workflow.stages.baselines import pair
 
-    remeasure = partial(remeasure_inconclusive, budget_s=goldens["remeasure_budget_s"],
-                        gate_config=goldens, skus=skus, timeout_s=timeouts["run_s"])
+    budget = goldens["remeasure_budget_s"]
+
+    def remeasure(data: dict) -> tuple[dict, list]:
+        # Decided by what changed since blessed first (unchanged costs nothing; changed
+        # cases are paired within the budget), then the rest measured again.
+        start = time.monotonic()
+        data, decided = pair.decide(data, report, goldens_dir=None, budget_s=budget,
+                                    gate_on_machine=goldens.get("gate_on_machine", False),
+                                    log=log)
+        left = max(0.0, budget - (time.monotonic() - start))
+        data, again = remeasure_inconclusive(data, budget_s=left, gate_config=goldens,
+                                             skus=skus, timeout_s=timeouts["run_s"])
+        return data, [*map(_Decision, decided), *again]
+
     return gate.run_gate(report, out, log, goldens, remeasure)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A pair.Decided as the gate's log lists re-measures (to_dict)."""
+
+    decided: object
+
+    def to_dict(self) -> dict:
+        return asdict(self.decided)

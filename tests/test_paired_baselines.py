@@ -1,0 +1,193 @@
+"""Goldens keep their baselines, and `check` decides each case by what changed since it
+was blessed (stages/baselines/): on real runs of a suite with two user models on IREE
+and torch-eager, blessed once.
+
+- unchanged: the same run checked against goldens whose times were halved (what a
+  machine that drifted by x2 shows): ok by construction, each case's drift said;
+  --gate-on-machine and --unpaired judge the times as measured and fail;
+- paired: a rerun after one model's second layer was widened x8 and a variable of the
+  other renamed: the widened cases are regressions decided by interleaved pairs with
+  their blessed baselines (the IREE one names its dispatch), the renamed model's IREE
+  case is unchanged (the same program without debug locations), its torch case is
+  paired and not a regression;
+- not measurable: the artifact store moved away: the changed cases are judged from the
+  numbers as before, each line saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
+from tests.model_sources import growing_model
+from workflow.cli.main import main
+from workflow.regression import artifacts
+
+WIDENING = growing_model("widening", (64, 256))
+SCALING = '''
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+
+@benchmark_model(default_shape=(32, 64), shape_doc="[rows, cols]")
+def scaling(config, dtype, layers, shape):
+    """x * 2 + 1, its local variable named {name}."""
+    import torch
+
+    {name}, k = shape
+    gen = seeded()
+
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 + 1
+
+    return finish(Scale(), (torch.randn({name}, k, generator=gen),), dtype)
+'''
+IREE_WIDE = "sync/iree/widening-64x256-f32/baseline"
+EAGER_WIDE = "sync/torch-eager/widening-64x256-f32/baseline"
+IREE_RENAMED = "sync/iree/scaling-32x64-f32/baseline"
+EAGER_RENAMED = "sync/torch-eager/scaling-32x64-f32/baseline"
+
+
+def suite() -> dict:
+    return {"suite_name": "paired",
+            "skus": {"sync": {"iree": {"target_cpu": "host", "device": "local-sync"},
+                              "torch": {"threads": 1},
+                              "measurement": {**FAST_MEASUREMENT, "invocations": 4,
+                                              "max_invocations": 4, "noisy_cv": 5.0,
+                                              "min_time_s": 0.02, "torch_warmup_calls": 2,
+                                              "torch_warmup_s": 0.02,
+                                              "torch_min_run_time_s": 0.05}}},
+            "backends": ["iree", "torch-eager"],
+            "workloads": [{"model": "widening", "shapes": [[64, 256]]},
+                          {"model": "scaling", "shapes": [[32, 64]]}],
+            "model_modules": ["models/widening.py", "models/scaling.py"],
+            # Short torch blocks, one pair of workers: a x4 change decides in 8 rounds.
+            "ab": {"margin": 0.05, "max_rounds": 64, "budget_s": 40, "torch_block_s": 0.05,
+                   "torch_worker_rounds": 16}}
+
+
+def write_models(wd, *, width: int, name: str) -> None:
+    (wd / "models").mkdir(exist_ok=True)
+    (wd / "models" / "widening.py").write_text(WIDENING.format(width=width))
+    (wd / "models" / "scaling.py").write_text(SCALING.format(name=name))
+
+
+def check(capsys, *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["check", *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.fixture(scope="module")
+def blessed(tmp_path_factory):
+    """A run of the suite, blessed with its baselines kept."""
+    wd = tmp_path_factory.mktemp("paired")
+    write_models(wd, width=256, name="m")
+    write_suite(wd / "suite.yaml", suite())
+    snakemake(wd, "results/report.json", "--configfile", str(wd / "suite.yaml"))
+    report = wd / "results" / "report.json"
+    assert main(["bless", "--report", str(report), "--goldens", str(wd / "goldens"),
+                 "--allow-noisy", "--yes"]) == 0
+    return wd, report
+
+
+@pytest.mark.e2e
+def test_bless_keeps_each_baseline_by_content(blessed, capsys):
+    wd, report = blessed
+    data = json.loads((wd / "goldens" / "sync.json").read_text())
+    assert data["schema_version"] == "1.3"
+    iree = data["cases"][IREE_WIDE]["baseline"]
+    assert set(iree["files"]) == {"module", "inputs"} and iree["store"] == "artifacts"
+    assert iree["identity"]["kind"] == "iree" and iree["identity"]["program"]
+    eager = data["cases"][EAGER_WIDE]["baseline"]
+    assert set(eager["files"]) == {"widening.py"}
+    stored = artifacts.get(wd / "goldens" / "artifacts", eager["files"]["widening.py"]["sha256"])
+    assert stored.read_text() == (wd / "models" / "widening.py").read_text()
+    # A dry run says what it would keep, and how large.
+    capsys.readouterr()
+    assert main(["bless", "--report", str(report), "--goldens", str(wd / "g-dry"),
+                 "--allow-noisy"]) == 0
+    out = capsys.readouterr().out
+    assert "baselines: 4 case(s) keep what measures them again" in out, out
+    assert not (wd / "g-dry").exists()
+    # Numbers only: no baseline, no store.
+    assert main(["bless", "--report", str(report), "--goldens", str(wd / "g-numbers"),
+                 "--allow-noisy", "--numbers-only", "--yes"]) == 0
+    numbers = json.loads((wd / "g-numbers" / "sync.json").read_text())
+    assert all("baseline" not in e for e in numbers["cases"].values())
+    assert not (wd / "g-numbers" / "artifacts").exists()
+
+
+@pytest.mark.e2e
+def test_an_unchanged_case_is_ok_by_construction_and_its_drift_is_said(blessed, capsys):
+    wd, report = blessed
+    drifted = wd / "g-drifted"
+    shutil.copytree(wd / "goldens", drifted)
+    data = json.loads((drifted / "sync.json").read_text())
+    for entry in data["cases"].values():  # this machine now measures x2 of every golden
+        entry["invocation_medians_ms"] = [x / 2 for x in entry["invocation_medians_ms"]]
+        entry["median_ms"] /= 2
+    (drifted / "sync.json").write_text(json.dumps(data))
+    code, out = check(capsys, "--report", str(report), "--goldens", str(drifted),
+                      "--remeasure-budget", "0")
+    assert code == 0, out
+    assert out.count("MACHINE DRIFT ") == 4, out
+    assert f"MACHINE DRIFT {IREE_WIDE}: unchanged since blessed" in out
+    assert "4 unchanged since blessed, 0 paired with their baseline, 0 unpaired" in out
+    # The machine itself gated, or the numbers judged across runs as before: regressions.
+    for flag in ("--gate-on-machine", "--unpaired"):
+        code, out = check(capsys, "--report", str(report), "--goldens", str(drifted),
+                          "--remeasure-budget", "0", flag)
+        assert code == 1 and f"REGRESSED {IREE_WIDE}" in out, (flag, out)
+
+
+@pytest.mark.e2e
+def test_changed_cases_are_decided_by_pairs_with_their_blessed_baselines(blessed, capsys):
+    wd, report = blessed
+    write_models(wd, width=2048, name="renamed")
+    snakemake(wd, "results/report.json", "--configfile", str(wd / "suite.yaml"))
+    code, out = check(capsys, "--report", str(report), "--goldens", str(wd / "goldens"),
+                      "--remeasure-budget", "240")
+    assert code == 1, out
+    for cid in (IREE_WIDE, EAGER_WIDE):
+        assert f"PAIRED {cid}: regression: paired with its blessed baseline" in out, out
+        # (the IREE case's module also grew: its size regressed too)
+        assert f"REGRESSED {cid}: time" in out, out
+    assert out.count("regressed (time paired with its blessed baseline: x") == 2, out
+    assert "matmul_64x2048x256" in out, out  # the widened dispatch, from the pair
+    assert f"PAIRED {IREE_RENAMED}" not in out and f"UNPAIRED {IREE_RENAMED}" not in out
+    assert "1 unchanged since blessed, 3 paired with their baseline, 0 unpaired" in out, out
+    assert f"REGRESSED {EAGER_RENAMED}" not in out, out
+
+    # The artifacts pruned: the changed cases judged from the numbers, saying why.
+    shutil.move(wd / "goldens" / "artifacts", wd / "pruned")
+    code, out = check(capsys, "--report", str(report), "--goldens", str(wd / "goldens"),
+                      "--remeasure-budget", "0")
+    assert code in (1, 3), out
+    assert f"UNPAIRED {IREE_WIDE}: changed since blessed, judged from the numbers" in out
+    assert "its baseline's module cannot be read" in out and "not in the artifact store" in out
+    assert f"UNPAIRED {EAGER_WIDE}" in out and "its baseline's widening.py" in out, out
+    shutil.move(wd / "pruned", wd / "goldens" / "artifacts")
+
+
+def test_a_damaged_artifact_is_refused_not_measured(tmp_path):
+    src = tmp_path / "module.vmfb"
+    src.write_bytes(b"module bytes")
+    digest, size = artifacts.planned(src)
+    assert artifacts.put(tmp_path / "store", src, digest) == size
+    assert artifacts.put(tmp_path / "store", src, digest) == 0  # held already
+    stored = artifacts.get(tmp_path / "store", digest)
+    assert stored.read_bytes() == b"module bytes"
+    stored.write_bytes(b"module bytez")
+    with pytest.raises(artifacts.Missing, match="damaged"):
+        artifacts.get(tmp_path / "store", digest)
+    src.write_bytes(b"changed after planning")
+    with pytest.raises(artifacts.Missing, match="changed since bless read it"):
+        artifacts.put(tmp_path / "other", src, digest)
+    with pytest.raises(artifacts.Missing, match="not in the artifact store"):
+        artifacts.get(tmp_path / "none", digest)
