@@ -123,16 +123,24 @@ def test_bless_keeps_each_baseline_by_content(blessed, capsys):
     assert not (wd / "g-numbers" / "artifacts").exists()
 
 
-@pytest.mark.e2e
-def test_an_unchanged_case_is_ok_by_construction_and_its_drift_is_said(blessed, capsys):
-    wd, report = blessed
+@pytest.fixture(scope="module")
+def drifted(blessed):
+    """The goldens with every time halved: what this machine shows after drifting x2."""
+    wd, _ = blessed
     drifted = wd / "g-drifted"
     shutil.copytree(wd / "goldens", drifted)
     data = json.loads((drifted / "sync.json").read_text())
-    for entry in data["cases"].values():  # this machine now measures x2 of every golden
+    for entry in data["cases"].values():
         entry["invocation_medians_ms"] = [x / 2 for x in entry["invocation_medians_ms"]]
         entry["median_ms"] /= 2
     (drifted / "sync.json").write_text(json.dumps(data))
+    return drifted
+
+
+@pytest.mark.e2e
+def test_an_unchanged_case_is_ok_by_construction_and_its_drift_is_said(blessed, drifted,
+                                                                       capsys):
+    wd, report = blessed
     code, out = check(capsys, "--report", str(report), "--goldens", str(drifted),
                       "--remeasure-budget", "0")
     assert code == 0, out
@@ -144,6 +152,31 @@ def test_an_unchanged_case_is_ok_by_construction_and_its_drift_is_said(blessed, 
         code, out = check(capsys, "--report", str(report), "--goldens", str(drifted),
                           "--remeasure-budget", "0", flag)
         assert code == 1 and f"REGRESSED {IREE_WIDE}" in out, (flag, out)
+
+
+@pytest.mark.e2e
+def test_the_gate_rule_decides_unchanged_cases_too(blessed, drifted):
+    """snakemake results/gate.json against the drifted goldens: the report step judges
+    each case a x2 regression from the numbers, the gate rule finds every case unchanged
+    since blessed and passes; with goldens.gate_on_machine it fails on the drift."""
+    wd, _ = blessed
+    for on_machine in (False, True):
+        # The suite's own file (a working directory belongs to one suite file).
+        gated = write_suite(wd / "suite.yaml", {**suite(), "goldens": {
+            "dir": str(drifted), "gate_on_machine": on_machine}})
+        proc = snakemake(wd, "results/gate.json", "--configfile", str(gated), check=False)
+        if on_machine:
+            assert proc.returncode != 0 and not (wd / "results" / "gate.json").exists()
+            assert f"{IREE_WIDE}: time regressed" in proc.stdout + proc.stderr
+            continue
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        gate = json.loads((wd / "results" / "gate.json").read_text())
+        decided = {r["case_id"]: r for r in gate["remeasured"] if "basis" in r}
+        assert {r["basis"] for r in decided.values()} == {"unchanged"}, gate
+        assert len(decided) == 4 and all(r["line"].startswith("MACHINE DRIFT ")
+                                         for r in decided.values()), gate
+        (wd / "results" / "gate.json").unlink()
+    write_suite(wd / "suite.yaml", suite())
 
 
 @pytest.mark.e2e

@@ -99,6 +99,11 @@ def decide(report: dict, report_path: str | Path, *, goldens_dir: str | Path | N
         share = (deadline - time.monotonic()) / (len(todo) - k)
         case, start = cases[t.index], time.monotonic()
         try:
+            # Its files first: a pruned or damaged baseline is the reason to say, even
+            # where no seconds were left to pair it.
+            store = store_of(t.golden_file, t.baseline)
+            for role in t.baseline["files"]:
+                _stored(store, t.baseline, role)
             if share < MIN_PAIR_S:
                 raise NotKept(f"the pair budget left {max(share, 0):.0f} s for it, fewer "
                               f"than the {MIN_PAIR_S:g} s a first look needs (raise "
