@@ -17,11 +17,15 @@ and torch-eager, blessed once.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
+import yaml
 
-from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
+from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
 from tests.model_sources import growing_model
 from workflow.cli.main import main
 from workflow.regression import artifacts
@@ -152,6 +156,40 @@ def test_an_unchanged_case_is_ok_by_construction_and_its_drift_is_said(blessed, 
         code, out = check(capsys, "--report", str(report), "--goldens", str(drifted),
                           "--remeasure-budget", "0", flag)
         assert code == 1 and f"REGRESSED {IREE_WIDE}" in out, (flag, out)
+
+
+def nightly_check_lines() -> dict[str, str]:
+    """docs/ci.md's nightly check step, GitHub's and GitLab's, as written."""
+    blocks = [yaml.safe_load(b) for b in
+              re.findall(r"```yaml\n(.*?)```", (REPO / "docs" / "ci.md").read_text(), re.S)]
+    github = next(b for b in blocks if "nightly" in (b.get("jobs") or {}))["jobs"]["nightly"]
+    gitlab = next(b for b in blocks if "nightly" in b)["nightly"]
+    return {"github": next(s["run"] for s in github["steps"] if "benchflow check" in
+                           s.get("run", "")),
+            "gitlab": next(line for line in gitlab["script"] if "benchflow check" in line)}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("service", ["github", "gitlab"])
+def test_the_nightly_recipes_check_step_as_written(blessed, drifted, service, tmp_path):
+    """The check step of docs/ci.md's nightly jobs, run by bash as the services run it
+    (GitHub: -eo pipefail), in the run's directory, against the drifted goldens: exit 0,
+    each case unchanged since blessed; against goldens that do not exist: exit 2."""
+    wd, _ = blessed
+    line = nightly_check_lines()[service].replace(".venv/bin/",
+                                                  f"{sys.executable.rpartition('/')[0]}/")
+    summary = tmp_path / "summary.md"
+    outs = []
+    for goldens, code in ((drifted, 0), (tmp_path / "no-goldens", 2)):
+        env = {"PATH": "/usr/bin:/bin", "GOLDENS": str(goldens), "SUITE": "suite.yaml",
+               "GITHUB_STEP_SUMMARY": str(summary), "HOME": str(tmp_path)}
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", line], cwd=wd, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, (line, proc.stdout, proc.stderr)
+        outs.append(proc.stdout)
+    assert "4 unchanged since blessed" in outs[0], outs[0]
+    if service == "github":  # the job summary shows the check's lines
+        assert "4 unchanged since blessed" in summary.read_text()
 
 
 @pytest.mark.e2e
