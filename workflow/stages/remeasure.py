@@ -195,6 +195,21 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
     return medians, time.monotonic() - start
 
 
+def to_remeasure(report: dict) -> list[int]:
+    """The indexes of the cases worth measuring again: inconclusive ones, but not a case
+    measured at another configuration than its golden (the new invocations would differ
+    from it in the same way), nor one whose run's level moved past the tolerance
+    (regression/drift.py: new invocations of it alone cannot tell the machine from the
+    code), nor one its pair decided or found unchanged (stages/baselines/pair.py)."""
+    out = []
+    for i, c in enumerate(report["cases"]):
+        g = c.get("golden") or {}
+        if g.get("verdict") == Verdict.INCONCLUSIVE and not g.get("config_differs") \
+                and not drift.level_moved(g) and g.get("basis") not in ("paired", "unchanged"):
+            out.append(i)
+    return out
+
+
 def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict | None = None,
                            goldens_dir: str | Path | None = None, skus: dict | None = None,
                            timeout_s: float | None = None, log: str | None = None,
@@ -209,16 +224,7 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     SKU settings (a SKU's noisy_cv; else the schema's default), timeout_s: per
     invocation (else the schema's timeouts.run_s); invoke(argv) -> Observation: for
     tests."""
-    # A case measured at another configuration than its golden is not measured again:
-    # the new invocations would differ from the golden in the same way. Nor one whose
-    # run's level moved past the tolerance (regression/drift.py): new invocations of it
-    # alone cannot tell the machine from the code.
-    todo = [i for i, c in enumerate(report["cases"])
-            if (c.get("golden") or {}).get("verdict") == Verdict.INCONCLUSIVE
-            and not (c.get("golden") or {}).get("config_differs")
-            and not drift.level_moved(c.get("golden"))
-            # Decided by its pair, or unchanged since blessed (stages/baselines/pair.py).
-            and (c.get("golden") or {}).get("basis") not in ("paired", "unchanged")]
+    todo = to_remeasure(report)
     if budget_s <= 0 or not todo:
         return report, []
     timeout = timeout_s or run_timeout_default()
