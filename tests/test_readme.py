@@ -101,6 +101,11 @@ COMMANDS = [
     ("benchflow run ", "skip", "measures a case (a minute or more each); tests/test_cli_run.py "
                                "runs the command end to end"),
     ("benchflow bless ", "skip", "needs results/report.json of a full run"),
+    (".venv/bin/snakemake --cores all --configfile config/config.yaml results/report.json",
+     "skip", "the default suite's full run (what `make report` runs): docs/ci.md's nightly "
+             "recipe"),
+    (".venv/bin/benchflow bless ", "skip", "needs a full run's report; "
+     "tests/test_paired_baselines.py blesses and checks real runs"),
     ("benchflow compare ", "skip", "needs two reports of full runs"),
     ("benchflow ab --base main --new feature", "skip", "measures two revisions of a "
      "repository; tests/test_ab_revisions.py runs it end to end, tests/test_ci_recipes.py "
@@ -181,6 +186,10 @@ SKIPPED_YAML: dict[str, str] = {
                                           "(tests/test_ci_recipes.py runs its steps)",
     "benchmarks:\n  rules:": "a GitLab CI job, not a suite (tests/test_ci_recipes.py runs "
                             "its script)",
+    "name: nightly benchmarks\non:": "a GitHub Actions workflow, not a suite "
+                                     "(tests/test_paired_baselines.py runs its check step)",
+    "nightly:\n  rules:": "a GitLab CI job, not a suite (tests/test_paired_baselines.py "
+                          "runs its check step)",
     "test_files: iree-test-suites/torch_models/examples":
         "selects the tests of an iree-test-suites checkout, absent here; "
         "tests/test_torch_models_e2e.py runs the same keys",
