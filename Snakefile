@@ -10,10 +10,14 @@ from workflow.stages.plan import (
     Refused,
     attach_benchmark_files,
     check_goldens,
+    gate_goldens_problems,
+    gate_in_targets,
     iree_builds,
     load_suite,
     verify_batches,
 )
+from workflow.cli.options import EXIT_CODES
+from workflow.regression.gate import BAD_INPUT
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.profile_check import profile_refusal
 from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
@@ -56,6 +60,16 @@ if SUITE_DIR.moved:
         print(SUITE_DIR.notice, file=sys.stderr)
     workdir: SUITE_DIR.path
 
+# Asked for the gate (`snakemake results/gate.json`), a goldens.dir that does not exist is
+# refused here, before anything is measured: the gate job would measure every case and
+# then fail on it. Relative to the directory the suite works in, as the gate reads it. A
+# run without the gate needs no goldens (its cases are `no-golden`); a SLURM job's nested
+# snakemake was planned by a run that passed this check.
+if workflow.is_main_process and gate_in_targets(sys.argv):
+    GATE_PROBLEMS = gate_goldens_problems(SUITE, BENCH)
+    if GATE_PROBLEMS:
+        print(Refused("the gate has no goldens directory", GATE_PROBLEMS), file=sys.stderr)
+        sys.exit(EXIT_CODES[BAD_INPUT])
 
 # The directory becomes this suite's when it first runs a job there (not on a dry run).
 onstart:
