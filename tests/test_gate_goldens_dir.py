@@ -26,7 +26,7 @@ CASES = [
      "none like it (refused before any job; the gate job measured all, then a traceback)",
      f"{MISSING} (from DIR); the gate (results/gate.json) would judge 4 case(s) against it"),
     ("gate-goldens-dir-missing-validate",
-     f"`benchflow validate` of that suite (exit 0: a run without the gate takes it)",
+     "`benchflow validate` of that suite (exit 0: a run without the gate takes it)",
      f"warning: SUITE: {MISSING}"),
     ("gate-job-fails-without-traceback",
      "the gate job's failure (bad input, a regression) as the job's uncaught GateFailed",
