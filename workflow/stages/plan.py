@@ -97,6 +97,11 @@ def check_goldens(suite: Suite) -> None:
         raise Refused("invalid golden files", problems)
 
 
+# A run asking for the gate exits as the gates do for bad input (cli/options.EXIT_CODES:
+# 2), not 1, which a gate's caller reads as a regression.
+GATE_BAD_INPUT_EXIT = 2
+
+
 def gate_in_targets(argv: list[str]) -> bool:
     """Whether a snakemake command line asks for the gate: `results/gate.json` (also as
     ./results/gate.json or an absolute path to this directory's) or the rule `gate` among
