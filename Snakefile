@@ -64,8 +64,9 @@ if SUITE_DIR.moved:
 # naming it (PID, since when, its command), instead of Snakemake's LockException or its
 # IncompleteFilesException about the other run's jobs in progress, whose advice
 # (--rerun-incomplete) would delete what that run is making (workflow/stages/other_run.py).
+# A dry run is let plan beside it.
 if workflow.is_main_process:
-    OTHER_RUN = other_run_refusal(os.getcwd())
+    OTHER_RUN = other_run_refusal(os.getcwd(), sys.argv)
     if OTHER_RUN:
         print(OTHER_RUN, file=sys.stderr)
         sys.exit(1)

@@ -53,8 +53,9 @@ def test_what_counts_as_a_snakemake_run():
     assert is_snakemake(["snakemake", "results/gate.json"])
     assert is_snakemake(["/venv/bin/python", "/venv/lib/snakemake/__main__.py", "-s", "S"])
     # Nothing held: a dry run, --unlock, a job process Snakemake starts for its own run.
-    for quiet in ("-n", "--dry-run", "--unlock", "--target-jobs"):
+    for quiet in ("-n", "-np", "-pn", "--dry-run", "--unlock", "--target-jobs"):
         assert not is_snakemake(["snakemake", quiet, "results/report.json"])
+    assert is_snakemake(["snakemake", "-p", "-j4", "results/report.json"])
     assert not is_snakemake(["/venv/bin/python", "x/.snakemake/scripts/tmp.iree_batch.py"])
     assert not is_snakemake(["/venv/bin/benchflow", "run", "-m", "linear"])
     assert not is_snakemake([])
@@ -126,6 +127,9 @@ def test_a_second_real_run_names_the_first_during_its_job(tmp_path):
         while not (incomplete.is_dir() and any(incomplete.iterdir())):
             assert first.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
+        # A dry run plans beside it, as Snakemake lets it.
+        dry = subprocess.run([*cmd, "-n"], capture_output=True, text=True, timeout=300)
+        assert dry.returncode == 0 and OTHER_RUN not in dry.stderr, dry.stderr
         for extra in ([], ["--rerun-incomplete"]):
             second = subprocess.run([*cmd, *extra], capture_output=True, text=True,
                                     timeout=300)

@@ -15,14 +15,15 @@ command is snakemake's (`snakemake ...`, `python -m snakemake ...`), started bef
 this one (of two started together, the later one refuses, so one goes on), not one of
 this process's ancestors, and neither a dry run (it takes no lock and marks nothing
 incomplete) nor a job process Snakemake starts itself (`--target-jobs`: its own
-snakemake is the run). A run on another machine sharing the directory cannot be seen
-here; Snakemake's lock still refuses it, in its own words. psutil is Snakemake's own
-dependency.
+snakemake is the run). A dry run is never refused: it plans beside a running one. A
+run on another machine sharing the directory cannot be seen here; Snakemake's lock
+still refuses it, in its own words. psutil is Snakemake's own dependency.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,8 @@ OTHER_RUN = "another snakemake is running in"
 _HOLDS_NOTHING = {"-n", "--dry-run", "--dryrun", "--dry_run", "--unlock", "--list",
                   "-l", "--list-rules", "--summary", "-S", "--detailed-summary", "-D",
                   "--version", "-v", "--help", "-h", "--target-jobs"}
+# Short flags given together (`-np`): Snakemake's single-letter options, no value.
+_SHORT_FLAGS = re.compile(r"-[A-Za-z]{2,}")
 _COMMAND_CHARS = 120
 
 
@@ -54,7 +57,15 @@ def is_snakemake(argv: list[str]) -> bool:
     main = ("snakemake" in names
             or any(a == "-m" and b == "snakemake" for a, b in zip(argv, argv[1:], strict=False))
             or any(a.endswith("snakemake/__main__.py") for a in argv[:2]))
-    return main and not _HOLDS_NOTHING.intersection(argv)
+    return main and holds_directory(argv)
+
+
+def holds_directory(argv: list[str]) -> bool:
+    """Whether a snakemake command line locks its directory and marks outputs incomplete:
+    not a dry run (`-n`, also among short flags, `-np`), nor --unlock, a listing, a
+    summary, its version or help, nor a job Snakemake starts (`--target-jobs`)."""
+    return not (_HOLDS_NOTHING.intersection(argv)
+                or any(_SHORT_FLAGS.fullmatch(a) and "n" in a for a in argv))
 
 
 def other_runs(directory: str | Path, me: int | None = None) -> list[OtherRun]:
@@ -96,7 +107,11 @@ def refusal_line(directory: str | Path, run: OtherRun, now: float | None = None)
         f"there: run it again once PID {run.pid} has ended (or stop that run first)")
 
 
-def other_run_refusal(directory: str | Path) -> str | None:
-    """The refusal line when another snakemake works in `directory`, else None."""
+def other_run_refusal(directory: str | Path, argv: list[str]) -> str | None:
+    """The refusal line when another snakemake works in `directory`, else None; none for
+    a run (`argv`, its command line) that would not disturb it: a dry run plans beside a
+    running one as it would alone."""
+    if not holds_directory(argv):
+        return None
     runs = other_runs(directory)
     return refusal_line(directory, runs[0]) if runs else None
