@@ -7,14 +7,18 @@ import uuid
 
 from workflow.paths import AB, DASHBOARD, HISTORY_HTML, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
 from workflow.stages.plan import (
+    GATE_BAD_INPUT_EXIT,
     Refused,
     attach_benchmark_files,
     check_goldens,
+    gate_goldens_problems,
+    gate_in_targets,
     iree_builds,
     load_suite,
     verify_batches,
 )
 from workflow.stages.iree import RUN_ID_ENV
+from workflow.stages.other_run import other_run_refusal
 from workflow.stages.profile_check import profile_refusal
 from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
 from workflow.stages.suite_dir import suite_dir
@@ -56,6 +60,27 @@ if SUITE_DIR.moved:
         print(SUITE_DIR.notice, file=sys.stderr)
     workdir: SUITE_DIR.path
 
+# Another snakemake already working in this directory (started before this one): one line
+# naming it (PID, since when, its command), instead of Snakemake's LockException or its
+# IncompleteFilesException about the other run's jobs in progress, whose advice
+# (--rerun-incomplete) would delete what that run is making (workflow/stages/other_run.py).
+# A dry run is let plan beside it.
+if workflow.is_main_process:
+    OTHER_RUN = other_run_refusal(os.getcwd(), sys.argv)
+    if OTHER_RUN:
+        print(OTHER_RUN, file=sys.stderr)
+        sys.exit(1)
+
+# Asked for the gate (`snakemake results/gate.json`), a goldens.dir that does not exist is
+# refused here, before anything is measured: the gate job would measure every case and
+# then fail on it. Relative to the directory the suite works in, as the gate reads it. A
+# run without the gate needs no goldens (its cases are `no-golden`); a SLURM job's nested
+# snakemake was planned by a run that passed this check.
+if workflow.is_main_process and gate_in_targets(sys.argv):
+    GATE_PROBLEMS = gate_goldens_problems(SUITE, BENCH)
+    if GATE_PROBLEMS:
+        print(Refused("the gate has no goldens directory", GATE_PROBLEMS), file=sys.stderr)
+        sys.exit(GATE_BAD_INPUT_EXIT)
 
 # The directory becomes this suite's when it first runs a job there (not on a dry run).
 onstart:

@@ -4,7 +4,8 @@
 # goldens.allow_inconclusive counts inconclusive and no-golden cases as ok) and a
 # goldens.dir that does not exist, so CI gates on `snakemake results/gate.json`.
 # results/report.json never fails for a regression. (The golden files themselves are
-# checked before any job, by the Snakefile.)
+# checked before any job, by the Snakefile, and so is a missing goldens.dir when the gate
+# is among the run's targets.)
 from workflow.paths import GATE, GATE_LOG, REPORT
 from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 

@@ -30,6 +30,9 @@ SOURCES = (
     ("names and text from outside", "tests.test_outside_names"),
     ("snakemake --config overrides", "tests.test_malformed_config_args"),
     ("SLURM profile values", "tests.test_malformed_profiles"),
+    ("goldens directory and the gate", "tests.test_gate_goldens_dir"),
+    ("tools' failure reasons", "tests.test_failure_reason"),
+    ("two runs in one directory", "tests.test_other_run"),
 )
 
 

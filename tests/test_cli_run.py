@@ -147,8 +147,9 @@ def test_summary_line_of_ok_and_failed_records():
     assert "5 invocations x 4000 calls)" in summary_line(torch)
     failed = {"id": "h/iree/m-f32/baseline", "status": "failed", "stage": "compile",
               "error": "iree-compile exited with 1:\nerror: boom"}
+    # The cause from the lines below a first line that gives none (errors.error_line).
     assert summary_line(failed) == ("failed h/iree/m-f32/baseline at compile: "
-                                    "iree-compile exited with 1:")
+                                    "iree-compile exited with 1: error: boom")
 
 
 def test_corrupt_output_file_is_refused_before_anything_runs(tmp_path, capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
+from workflow.backends.proc import failure_text, first_lines
 from workflow.errors import failure_reason
 from workflow.paths import iree_batch_path
 from workflow.render import common as c
@@ -119,3 +120,88 @@ def test_a_failed_export_or_compile_says_why_on_its_first_line(failed):
                           ("histc_model", "error: failed to legalize operation")):
         assert reason in c.error_summary(failed[model]["error"])
         assert reason in text and any(reason in why for _, why in page)
+
+
+# --- real messages whose first or last line is not the cause -----------------------------
+# (tests/data/failures/README.md says how each was made.)
+FAILURES = DATA / "failures"
+REAL = {
+    "iree_compile_unknown_cpu": ("iree-compile", "Unknown CPU for target architecture x86_64."),
+    "iree_benchmark_module_shape": (
+        "iree-benchmark-module", "INVALID_ARGUMENT; input0 shape dimension 0 mismatch; "
+                                 "expected 4 but have 3;"),
+    "iree_benchmark_module_no_function": (
+        "iree-benchmark-module", "NOT_FOUND; no function `nosuch` exported by module"),
+    "torch_export_data_dependent": (
+        "python", "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: Could "
+                  "not guard on data-dependent expression Eq(u0, 1)"),
+}
+# (id, description, expected fragment): docs/malformed-inputs.md's rows.
+CASES = [
+    ("reason-unknown-cpu", "iree-compile `--iree-llvmcpu-target-cpu=nonexistent`: the cause "
+     "first, then `LLVM ERROR: 64-bit code requested ...` last (which the line showed)",
+     "iree-compile exited with 1: Unknown CPU for target architecture x86_64."),
+    ("reason-iree-status", "iree-benchmark-module with an input of the wrong shape: the status "
+     "line, then the VM's stack line `[ 0] bytecode module@1:142 -` (which the line showed)",
+     "iree-benchmark-module exited with 1: INVALID_ARGUMENT; input0 shape dimension 0 "
+     "mismatch"),
+    ("reason-old-record", "a failure recorded by an earlier version, its first line naming "
+     "the consequence (`LLVM ERROR: ...`), shown again (reused, not retried)",
+     "iree-compile exited with 1: Unknown CPU for target architecture x86_64."),
+]
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_the_reason_of_a_real_failure_names_its_cause(name):
+    tool, reason = REAL[name]
+    output = (FAILURES / f"{name}.stderr").read_text()
+    assert failure_reason(output, tool).startswith(reason)
+    # What the terminal, the summary and report.md show: the recorded error's one line.
+    assert c.error_summary(failure_text(tool, 1, output)).startswith(
+        f"{tool} exited with 1: {reason}")
+
+
+def test_the_rows_messages_are_what_the_lines_show():
+    cpu = (FAILURES / "iree_compile_unknown_cpu.stderr").read_text()
+    shape = (FAILURES / "iree_benchmark_module_shape.stderr").read_text()
+    assert c.error_summary(failure_text("iree-compile", 1, cpu)) == CASES[0][-1]
+    assert c.error_summary(failure_text("iree-benchmark-module", 1, shape)).startswith(
+        CASES[1][-1])
+    # Recorded before: the consequence on the first line, the cause below it.
+    old = ("iree-compile exited with 1: LLVM ERROR: 64-bit code requested on a subtarget "
+           "that doesn't support it!\n" + first_lines(cpu))
+    assert c.error_summary(old) == CASES[2][-1]
+    stack = ("iree-benchmark-module exited with 1: [ 0] bytecode module@1:142 -\n"
+             + first_lines(shape))
+    assert c.error_summary(stack).startswith(CASES[1][-1])
+    # A reason the lines below do not hold (cut from a longer output) is kept.
+    kept = "python exited with 1: ValueError: bad\nW warning\ndef forward(x):\n"
+    assert c.error_summary(kept) == "python exited with 1: ValueError: bad"
+
+
+def test_every_short_reason_is_that_line(tmp_path):
+    """`benchflow run`'s line and coverage's first problem show the same line."""
+    from workflow.cli.run import summary_line
+    from workflow.render.coverage import _backend_status
+
+    cpu = (FAILURES / "iree_compile_unknown_cpu.stderr").read_text()
+    rec = {"status": "failed", "id": "host/iree/w/baseline", "stage": "compile",
+           "error": failure_text("iree-compile", 1, cpu)}
+    assert summary_line(rec).endswith(f"at compile: {CASES[0][-1]}")
+    assert _backend_status([rec])["first_problem"]["error"] == CASES[0][-1]
+
+
+@pytest.mark.tool
+def test_the_real_iree_compile_with_an_unknown_cpu_says_so_first(tmp_path):
+    from workflow.backends.proc import run_tool, tool_path
+    from workflow.errors import StageError
+
+    mlir = tmp_path / "m.mlir"
+    mlir.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  return %a : tensor<4xf32>\n}\n")
+    with pytest.raises(StageError) as raised:
+        run_tool([tool_path("iree-compile"), str(mlir), "--iree-hal-target-device=local",
+                  "--iree-hal-local-target-device-backends=llvm-cpu",
+                  "--iree-llvmcpu-target-cpu=nonexistent", "-o", str(tmp_path / "m.vmfb")],
+                 stage="compile", timeout=120)
+    assert raised.value.message.splitlines()[0] == CASES[0][-1]

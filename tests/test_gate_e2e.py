@@ -96,11 +96,20 @@ def test_changed_file_goldens_rerun_only_case_steps_and_fail_the_gate(workdir, c
     by_id = cases(workdir)
     assert by_id[MATMUL]["golden"]["dispatch_verdict"] == "regression"
     assert by_id[MLP]["golden"]["size_verdict"] == "regression"
+    # No goldens directory yet, and LINEAR has no golden of a benchmark file: the gate is
+    # refused before any job (it measured, then failed on the directory).
     gate = run(workdir, "results/gate.json", check=False)
+    assert gate.returncode == 2 and "goldens.dir: goldens: no such directory" in gate.stderr
+    assert f"e.g. {LINEAR}" in gate.stderr and "Traceback" not in gate.stderr
+    (workdir / "goldens").mkdir()  # empty: LINEAR is no-golden, counted as ok
+    try:
+        gate = run(workdir, "results/gate.json", check=False)
+    finally:
+        (workdir / "goldens").rmdir()  # the next test blesses into it
     assert gate.returncode != 0 and not (workdir / "results/gate.json").exists()
     text = gate.stdout + gate.stderr
     assert f"{MATMUL}: dispatch" in text and f"{MLP}: " in text
-    assert "size x" in text
+    assert "size x" in text and "Traceback" not in text
     assert main(["check", "--report", str(workdir / "results/report.json")]) == 1
     out = capsys.readouterr().out
     assert f"REGRESSED {MATMUL}" in out and f"REGRESSED {MLP}" in out

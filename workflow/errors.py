@@ -70,12 +70,24 @@ def raised_in_own_code(exc: BaseException) -> bool:
 
 
 # What a failed tool's output says went wrong, for the first line of its recorded error
-# (failure_reason): the last exception of a Python traceback; a diagnostic (`error:`,
-# MLIR's and LLVM's `FILE:LINE:COL: error: ...`, `Fatal Python error: ...`); a line the
-# tool itself names (LLVM's `iree-compile: Unknown command line argument ...`); else the
-# last line that is not part of a stack dump.
+# (failure_reason), the first of these found: the last exception of a Python traceback;
+# a diagnostic (`error:`, MLIR's and LLVM's `FILE:LINE:COL: error: ...`, `Fatal Python
+# error: ...`); an IREE runtime status (`FILE:LINE: INVALID_ARGUMENT; input0 shape ...`,
+# from iree-benchmark-module and iree-run-module, under which come the VM's stack lines);
+# a line saying what the tool does not know (LLVM's `Unknown CPU for target architecture
+# x86_64.`, `iree-compile: Unknown command line argument ...`: for an unknown
+# --iree-llvmcpu-target-cpu LLVM then dies with `LLVM ERROR: 64-bit code requested on a
+# subtarget that doesn't support it!`, a consequence); a line the tool itself names; an
+# `LLVM ERROR:` line; else the last line that is not part of a stack dump.
 _TRACEBACK = "Traceback (most recent call last):"
 _LOCATION = re.compile(r"^\S+:\d+:\d+:\s*(?=error:)")
+# IREE's status codes (iree/base/status.h), after the source location IREE prints first.
+_IREE_STATUS = re.compile(
+    r"^(?:\S+:\d+:\s+)?((?:CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|"
+    r"ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|"
+    r"OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED|DEFERRED|"
+    r"INCOMPATIBLE); .*)$")
+_UNKNOWN = re.compile(r"^(?:[\w.-]+: )?Unknown \S")
 _NOISE = re.compile(r"^(\s|#\d+\s|Stack dump:|PLEASE submit|Please report|Current thread|"
                     r"Thread 0x|Extension modules:)")
 REASON_CHARS = 300
@@ -84,9 +96,10 @@ REASON_CHARS = 300
 def failure_reason(output: str, tool: str | None = None, last_line: bool = True) -> str:
     """The one line of a failed tool's or worker's output that says why it failed ('' when
     none does): every place that shows an error's first line (the terminal, report.md,
-    report.html, the CSV) then shows the reason, not only `python3 exited with 1:`.
-    Without `last_line`, only an exception or a diagnostic counts (text that may end with
-    another case's lines: a worker's log tail)."""
+    report.html, the CSV) then shows the reason, not only `python3 exited with 1:`, nor a
+    consequence printed after it. Without `last_line`, only the lines that name a cause
+    count, not the last line (text that may end with another case's lines: a worker's
+    log tail)."""
     lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
     starts = [i for i, ln in enumerate(lines) if ln.strip() == _TRACEBACK]
     if starts:  # the exception line: the first unindented one after the last traceback
@@ -96,12 +109,49 @@ def failure_reason(output: str, tool: str | None = None, last_line: bool = True)
     found = next((ln for ln in lines if "error:" in ln), None)
     if found:
         return _clip(_LOCATION.sub("", found.strip()))
-    if tool:
+    found = next((m for m in map(_IREE_STATUS.match, lines) if m), None)
+    if found:
+        return _clip(found.group(1))
+    found = next((ln for ln in lines if _UNKNOWN.match(ln)), None)
+    if not found and tool:
         found = next((ln for ln in lines if ln.startswith(f"{tool}: ")), None)
-        if found:
-            return _clip(found)
+    found = found or next((ln for ln in lines if ln.startswith("LLVM ERROR: ")), None)
+    if found:
+        return _clip(found.strip())
     found = next((ln for ln in reversed(lines) if not _NOISE.match(ln)), None)
     return _clip(found.strip()) if found and last_line else ""
+
+
+# The first line of a recorded error (backends/proc.failure_text): `TOOL exited with N:`,
+# `TOOL exited with -9 (killed by SIGKILL):`, then the reason.
+_EXITED = re.compile(r"^(?P<tool>\S+(?: worker)?) exited with -?\d+(?: \([^)]*\))?:")
+
+
+def error_line(text: str | None, limit: int = 200) -> str:
+    """One line about a failure, naming its cause: what the terminal line, the summary,
+    report.md, report.html, the CSV, `benchflow run` and coverage show of a recorded
+    error. Its first line carries the reason (proc.failure_text); a record made by an
+    earlier version, whose first line gave no reason (`iree-compile exited with 1:`) or
+    a consequence (`LLVM ERROR: ...`, an IREE stack line) while the cause is among the
+    lines below, gets the cause from them, by failure_reason's own order."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    summary = lines[0]
+    exited = _EXITED.match(summary)
+    # The lines below, indented ones (traceback frames) too, less the mark of lines cut
+    # (proc.first_lines): a traceback cut there has no exception line.
+    rest = (text or "").strip().partition("\n")[2].removesuffix("\n...")
+    reason = failure_reason(rest, exited["tool"] if exited else None, last_line=False)
+    given = summary[exited.end():].strip() if exited else ""
+    if reason and reason not in summary and given \
+            and any(given in line for line in lines[1:]):
+        # The reason given is one of the lines below, and not the one naming the cause.
+        summary = f"{exited.group(0)} {reason}"
+    elif reason and (summary.endswith(":") or ("error:" in reason
+                                               and "error:" not in summary)):
+        summary += f" {reason}"
+    return summary if len(summary) <= limit else summary[: limit - 1] + "…"
 
 
 def _clip(line: str) -> str:

@@ -71,6 +71,14 @@ def case_records(sel: Selection | None) -> list[dict]:
     return out
 
 
+def cases_without_goldens(sel: Selection | None) -> list[str]:
+    """The ids of the selection's cases whose benchmark file holds no goldens for their
+    SKU: the gate judges those against the suite's goldens directory alone (a file's
+    empty goldens are none: regression.goldens.ref_from_file_goldens)."""
+    return [c.id for c in (sel.cases if sel is not None else ())
+            if not file_goldens_of({"provenance": provenance(sel, c.sku, c.benchmark)})[0]]
+
+
 def file_goldens_of(case: dict) -> tuple[dict | None, str | None]:
     """The goldens a case's benchmark file holds for it (cases from benchmark files, by
     their provenance), and the file; (None, None) for other cases."""

@@ -30,7 +30,7 @@ from workflow.bisect import revisions as git
 from workflow.bisect.history import now
 from workflow.bisect.measure import measure_pair
 from workflow.bisect.run import OUTCOME_HEADS, call_prepare
-from workflow.errors import ConfigError, StageError
+from workflow.errors import REASON_CHARS, ConfigError, StageError, error_line
 from workflow.records.storage import file_sha256
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict
@@ -76,7 +76,7 @@ def _keys(revs: Revisions, sha: str, cache: Path) -> dict:
     if answer.get("error") or answer.get("failed"):
         why = answer.get("error") or answer["failed"]["error"]
         raise ConfigError([f"{revs.suite} at {revs.label(sha)}: the suite does not load: "
-                           f"{why.splitlines()[0] if why else 'no reason given'}"])
+                           f"{error_line(why, REASON_CHARS) or 'no reason given'}"])
     return answer
 
 

@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 
-from workflow.errors import ConfigError
+from workflow.errors import REASON_CHARS, ConfigError, error_line
 from workflow.stages.single_run import LOCK_WAIT_S, SOURCE, run_one
 from workflow.stats.enums import Status
 
@@ -81,9 +81,8 @@ def summary_line(rec: dict) -> str:
     """One line: status, id, then the figures a user looks at first."""
     head = f"{rec['status']} {rec['id']}"
     if rec["status"] != Status.OK:
-        first = (rec.get("error") or "").strip().splitlines()
         where = f" at {rec['stage']}" if rec.get("stage") else ""
-        return f"{head}{where}: {first[0] if first else 'no error recorded'}"
+        return f"{head}{where}: {error_line(rec.get('error'), REASON_CHARS) or 'no error recorded'}"
     parts = [head]
     t = rec.get("timing")
     if t:

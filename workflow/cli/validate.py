@@ -1,5 +1,7 @@
 """`benchflow validate`: checks files without running anything, collecting every problem
 (stages/validate.py, which also says how a file's kind is told: by content, not name).
+A warning (a `warning:` line on stderr) is what only a run asking for the gate would be
+refused for; the file is still valid (exit 0).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
         problems += checked.problems
         if not checked.problems:
             print(f"{printable(f)}: {KINDS[checked.kind]}; valid")
+        for w in checked.warnings:
+            # Valid, but a run asking for the gate would be refused: said, not failed.
+            print(printable(f"warning: {w}"), file=sys.stderr)
     for p in problems:
         # A problem quotes the user's text (a model file's exception, a file name): its
         # control characters are shown, not obeyed by the terminal.

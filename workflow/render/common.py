@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from workflow.errors import failure_reason
+from workflow.errors import error_line
 from workflow.records.kernels import others_count
 from workflow.stats.enums import Status, Verdict
 from workflow.stats.speedup import CROSS_RUN, PAIRED
@@ -310,19 +310,8 @@ def md_text(value: Any) -> str:
 
 
 def error_summary(text: str | None, limit: int = 200) -> str:
-    """One line about a failure: the error's first line, which carries the reason
-    (proc.failure_text); a record made before it did (`iree-compile exited with 1:` alone)
-    gets the reason from its later lines: the exception or the first `error:` line (also
-    after a first line without one)."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not lines:
-        return ""
-    summary = lines[0]
-    rest = (text or "").strip().partition("\n")[2]  # indented: traceback frames
-    reason = failure_reason(rest, last_line=False)
-    if reason and (summary.endswith(":") or ("error:" in reason and "error:" not in summary)):
-        summary += f" {reason}"
-    return summary if len(summary) <= limit else summary[: limit - 1] + "…"
+    """One line about a failure, naming its cause (errors.error_line)."""
+    return error_line(text, limit)
 
 
 def verdict_text(case: dict) -> str:

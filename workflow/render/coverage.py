@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from workflow.errors import REASON_CHARS, error_line
 from workflow.render.text import text_columns
 from workflow.stats.enums import Status
 
@@ -67,7 +68,7 @@ def _backend_status(cases: list[dict]) -> dict:
         # The first problem, for a table cell: which case, where and why.
         "first_problem": None if first is None else {
             "id": first["id"], "status": first["status"], "stage": first.get("stage"),
-            "error": ((first.get("error") or "").strip().splitlines() or [None])[0]},
+            "error": error_line(first.get("error"), limit=REASON_CHARS) or None},
     }
 
 

@@ -12,7 +12,9 @@ A write the machine refuses (a full disk or quota, a read-only file system: proc
 MACHINE_ERRNOS) ends the job with one line naming the file, `benchflow: could not write
 PATH: No space left on device`: the traceback under it would say only where the disk ran
 out, which is nobody's bug, and read as a crash of benchflow's own (Snakemake prints the
-job's stderr). Any other exception keeps its traceback."""
+job's stderr). The gate's failure (a regression, a case it could not judge, bad input) is
+its answer, printed as its lines without a traceback. Any other exception keeps its
+traceback."""
 
 from __future__ import annotations
 
@@ -45,8 +47,20 @@ def machine_fault_line(exc: BaseException) -> str | None:
     return f"benchflow: could not write{where}: {exc.strerror}"
 
 
+def refusal_lines(exc: BaseException) -> str | None:
+    """What a job that refuses by design ends with, instead of a traceback (None: any other
+    error): a write the machine refused (machine_fault_line), or the gate's verdict
+    (regression.gate.GateFailed: the cases that regressed or could not be judged, or
+    the bad input, under a heading each), which is the gate's answer, not a crash."""
+    from workflow.regression.gate import GateFailed
+
+    if isinstance(exc, GateFailed):
+        return f"benchflow: the gate failed: {exc}"
+    return machine_fault_line(exc)
+
+
 def _machine_fault_in_one_line(kind, exc, tb) -> None:
-    line = machine_fault_line(exc)
+    line = refusal_lines(exc)
     if line is None:
         sys.__excepthook__(kind, exc, tb)
     else:

@@ -4,6 +4,7 @@ naming every problem), and the job lists and params planned from it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from snakemake.exceptions import WorkflowError
@@ -11,6 +12,7 @@ from snakemake.exceptions import WorkflowError
 from workflow.benchfile import plan as bench_plan
 from workflow.benchfile.select import attach
 from workflow.errors import ConfigError
+from workflow.paths import GATE as GATE_TARGET
 from workflow.suite.load import Suite, load
 from workflow.suite.overrides import yaml_scalars
 from workflow.suite.schema import DEFAULT_CONFIG
@@ -93,6 +95,52 @@ def check_goldens(suite: Suite) -> None:
     problems = check_dir(suite.config["goldens"]["dir"], suite.config["skus"])
     if problems:
         raise Refused("invalid golden files", problems)
+
+
+# A run asking for the gate exits as the gates do for bad input (cli/options.EXIT_CODES:
+# 2), not 1, which a gate's caller reads as a regression.
+GATE_BAD_INPUT_EXIT = 2
+
+
+def gate_in_targets(argv: list[str]) -> bool:
+    """Whether a snakemake command line asks for the gate: `results/gate.json` (also as
+    ./results/gate.json or an absolute path to this directory's) or the rule `gate` among
+    its targets. Read with Snakemake's own parser, which knows which options take values
+    (`--config a=1 x=2` is no target): Snakemake's settings, its targets among them, are
+    not yet set while the Snakefile is read."""
+    from snakemake.cli import get_argument_parser
+
+    try:
+        args, _ = get_argument_parser().parse_known_args(argv[1:])
+    except SystemExit:  # Snakemake itself refuses such a command line, in its own words
+        return False
+    return any(t == "gate" or os.path.abspath(t) == os.path.abspath(GATE_TARGET)
+               for t in getattr(args, "targets", None) or [])
+
+
+def gate_goldens_problems(suite: Suite, bench) -> list[str]:
+    """The suite's goldens.dir when it does not exist and the gate would need it: the
+    cases that would be judged against it (every IREE and torch case of the suite, and
+    each benchmark file's case whose file holds no goldens of its own), as the gate job
+    counts them after measuring (regression.gate.goldens_dir_problems). [] when it exists
+    or no case needs it. Relative to the working directory, as the gate reads it."""
+    from pathlib import Path
+
+    directory = suite.config["goldens"]["dir"]
+    if os.path.lexists(directory):
+        return []  # a file there is the suite's own problem (suite/goldens_dir.py)
+    bare = [c.id for c in suite.iree_cases]
+    bare += [c.id for key in sorted(suite.torch_batches) for c in suite.torch_batch(*key)]
+    bare += bench_plan.cases_without_goldens(bench)
+    if not bare:
+        return []
+    shown = directory if directory.isprintable() else repr(directory)
+    where = "" if Path(directory).is_absolute() else f" (from {Path.cwd()})"
+    return [f"{suite.source}: goldens.dir: {shown}: no such directory{where}; the gate "
+            f"({GATE_TARGET}) would judge {len(bare)} case(s) against it, e.g. {bare[0]}, "
+            "and fail after measuring them all; expected the directory of golden files "
+            "(`benchflow bless --goldens DIR --yes` writes one), or leave the gate out of "
+            "this run's targets"]
 
 
 def bench_case_paths(bench) -> list[str]:

@@ -29,6 +29,7 @@ import yaml
 from workflow.backends import proc
 from workflow.errors import ConfigError
 from workflow.files import directory_problem
+from workflow.stages.other_run import OTHER_RUN
 
 SOURCE = "benchflow run"
 # The suite_name of every one-case suite: a work directory holds one case, told by the
@@ -37,10 +38,11 @@ RUN_SUITE = "benchflow-run"
 # How long a run waits for another run of the same case (or a snakemake) by default.
 LOCK_WAIT_S = 3600.0
 RUN_LOCK = ".benchflow-run.lock"
-# What Snakemake prints when another snakemake holds the directory (LockException), and
-# how long to retry then: no benchflow run holds it (they wait on RUN_LOCK), so it is a
-# snakemake started by hand, or a stale lock of a killed one that only --unlock removes.
-SNAKEMAKE_LOCKED = "Directory cannot be locked"
+# What Snakemake prints when another snakemake holds the directory (LockException), or
+# the Snakefile when it sees one running there (stages/other_run.py), and how long to
+# retry then: no benchflow run holds it (they wait on RUN_LOCK), so it is a snakemake
+# started by hand, or a stale lock of a killed one that only --unlock removes.
+SNAKEMAKE_LOCKED = ("Directory cannot be locked", OTHER_RUN)
 SNAKEMAKE_LOCK_WAIT_S = 120.0
 
 
@@ -321,8 +323,8 @@ def run_snakemake(argv: list[str], log: Path, verbose: bool, wait_s: float) -> i
     while True:
         with log.open("w") as fh:
             code = proc.run_attached(argv, out=None if verbose else fh)
-        locked = (not verbose and code != 0
-                  and SNAKEMAKE_LOCKED in log.read_text(errors="replace"))
+        text = "" if verbose or code == 0 else log.read_text(errors="replace")
+        locked = any(words in text for words in SNAKEMAKE_LOCKED)
         if not locked:
             return code
         if not backoff.wait():

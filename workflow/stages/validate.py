@@ -34,27 +34,39 @@ KINDS = {"goldens": "a benchflow goldens file", "benchmark": "a sharktank-format
 class Checked(NamedTuple):
     kind: str             # a key of KINDS
     problems: list[str]   # each naming the file and key path; [] when it is valid
+    # What only some runs refuse (a goldens.dir missing refuses a run asking for the gate):
+    # the file is valid, and the user is told.
+    warnings: tuple[str, ...] = ()
 
 
 def check_file(path: str | Path) -> Checked:
     """What `path` is and every problem of it."""
     found = file_problems(path)  # JSON files other than suites; None for a suite
-    return found if found is not None else Checked("suite", suite_problems(path))
+    return found if found is not None else suite_checked(path)
 
 
-def suite_problems(path: str | Path) -> list[str]:
+def suite_checked(path: str | Path) -> Checked:
     """Every problem a run of the suite at `path` would refuse it for before its first
     job, by the run's own steps (the Snakefile's): the suite, then the benchmark files it
-    selects (their schema and confinement), then its golden files."""
-    from workflow.stages.plan import Refused, attach_benchmark_files, check_goldens, load_suite
+    selects (their schema and confinement), then its golden files. As warnings, what a
+    run asking for the gate (results/gate.json) would be refused for besides: a
+    goldens.dir that does not exist while cases need it. A run without the gate takes
+    such a suite (before the first `benchflow bless`)."""
+    from workflow.stages.plan import (
+        Refused,
+        attach_benchmark_files,
+        check_goldens,
+        gate_goldens_problems,
+        load_suite,
+    )
 
     try:
         suite = load_suite([path], {})
-        attach_benchmark_files(suite)
+        bench = attach_benchmark_files(suite)
         check_goldens(suite)
     except Refused as refusal:
-        return refusal.problems
-    return []
+        return Checked("suite", refusal.problems)
+    return Checked("suite", [], tuple(gate_goldens_problems(suite, bench)))
 
 
 def kind_of(data) -> str:
