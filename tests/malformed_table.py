@@ -30,6 +30,7 @@ SOURCES = (
     ("names and text from outside", "tests.test_outside_names"),
     ("snakemake --config overrides", "tests.test_malformed_config_args"),
     ("SLURM profile values", "tests.test_malformed_profiles"),
+    ("command-line flags", "tests.test_cli_flags"),
 )
 
 
