@@ -442,7 +442,7 @@ def test_loop_count_may_not_take_the_name_of_another_sku(tmp_path):
     # The same settings under that name: the same SKU, the same results; not refused.
     path.write_text(W + "skus: {cpu-host: {}, cpu-host-loop3: {measurement: "
                     "{repetitions: 3}}}\n")
-    assert plan_run(opts).case.id == "cpu-host-loop3/iree/linear-f32/baseline"
+    assert plan_run(opts).case.id == "cpu-host-loop3/iree/linear-128x256x256-f32/baseline"
 
 
 def test_benchflow_runs_work_directory_stays_one_short_path_component():

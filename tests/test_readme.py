@@ -135,7 +135,7 @@ OUTPUT_BLOCKS = {
     "$ benchflow bisect sync/iree/widening": "a real run of tests/test_bisect.py's repository",
     "bf688bb39a78 against deb81df4e4bf": "a real run of tests/test_ab_revisions.py's "
                                          "repository (its lines' shape checked there)",
-    "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
+    "ok cpu-host/iree/bert-tiny-1x128-f32/baseline": "an example of benchflow run's output",
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
     "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
