@@ -41,16 +41,18 @@ class GateResult:
 
 def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bool,
                  allow_inconclusive: bool, remeasure_budget_s: float,
-                 settings, accept_config: tuple[str, ...] = ()) -> GateResult:
+                 settings, accept_config: tuple[str, ...] = (),
+                 goldens_from: str = "--goldens") -> GateResult:
     """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings;
     accept_config: measurement configuration keys a case may differ from its golden in
-    (records/measurement_config.KEYS)."""
+    (records/measurement_config.KEYS); goldens_from: what named `goldens`, for its
+    problems (--goldens, or a suite's goldens.dir)."""
     from workflow.stages.remeasure import remeasure_inconclusive
 
     report = read_report(report_path)
     gate_config = {**asdict(settings), "accept_config": list(accept_config)}
     if goldens:
-        problems = gate.goldens_dir_problems(report, goldens, "--goldens", strict=True)
+        problems = gate.goldens_dir_problems(report, goldens, goldens_from, strict=True)
         if problems:
             raise ConfigError(problems)
         report = gate.rejudge(report, goldens, gate_config)
