@@ -323,3 +323,18 @@ def test_check_with_the_suite_finds_its_goldens(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(argv) == 1
     assert "REGRESSED host/iree/a/baseline: time regressed" in capsys.readouterr().out
+
+
+def test_bless_says_n_a_for_a_count_the_case_has_none_of(tmp_path, capsys):
+    """A torch case has no IREE dispatches nor module size: bless prints n/a for them,
+    on the new line and the updated one, never Python's None."""
+    report = tmp_path / "r.json"
+    torch = "host/torch-eager/lin/baseline"
+    write_json(report, make_report(make_case(torch, BASE, dispatch=None, size=None)))
+    gdir = tmp_path / "g"
+    assert main(["bless", "--report", str(report), "--goldens", str(gdir), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "dispatch n/a, size n/a" in out and "None" not in out
+    assert main(["bless", "--report", str(report), "--goldens", str(gdir), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "dispatch n/a -> n/a, size n/a -> n/a" in out and "None" not in out

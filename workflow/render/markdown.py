@@ -12,7 +12,7 @@ from string import Template
 from workflow.render import brief
 from workflow.render import common as c
 from workflow.render.text import printable
-from workflow.stats.enums import Status
+from workflow.stats.enums import Status, status_at
 
 COLUMNS = (
     ("Model", "the registered model (`benchflow list`)."),
@@ -139,7 +139,7 @@ def attention(cases: list[dict]) -> str:
         lines = [f"- `{x['id']}`: {cell(c.regression_text(x))}" for x in regressed]
         parts.append(f"### Regressions ({len(regressed)})\n\n" + "\n".join(lines))
     if failed:
-        lines = [f"- `{x['id']}`: failed at {cell(x.get('stage'))}: "
+        lines = [f"- `{x['id']}`: {cell(status_at(x))}: "
                  f"{cell(c.error_summary(x.get('error')))}" for x in failed]
         parts.append(f"### Failures ({len(failed)})\n\n" + "\n".join(lines))
     if degraded:
