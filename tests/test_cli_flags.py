@@ -149,3 +149,33 @@ def test_config_entries_read_as_snakemake_reads_them():
             parse_config([refused])
         with pytest.raises(ConfigError):
             parse_entries([refused])
+
+
+def test_list_counts_a_suites_benchmark_file_cases_and_says_why_one_is_skipped(
+        tmp_path, capsys):
+    """A torch_models suite makes its cases from test files: `list --cases` counts and
+    names them, each one that cannot run here with why, and a SKU without a description
+    says what it is."""
+    torch_models = DATA / "upstream" / "iree-test-suites" / "612f936" / "torch_models"
+    suite = write_suite(tmp_path / "tm.yaml", {
+        "skus": {"cpu-host": {"iree": {"target_cpu": "host"}}},
+        "torch_models": {"test_files": str(torch_models / "examples"),
+                         "modules": str(torch_models), "artifacts": str(tmp_path),
+                         "markers": "quick"}})
+    assert main(["list", "--configfile", str(suite)]) == 0
+    out = capsys.readouterr().out
+    assert "  cpu-host: iree llvm-cpu host, device local-task\n" in out
+    assert "cases: 0; 3 benchmark file case(s) skipped here (--cases says why)" in out
+    assert main(["list", "--configfile", str(suite), "--cases"]) == 0
+    out = capsys.readouterr().out
+    assert ("  skipped torch_models.clip_cpu_benchmark on cpu-host: https://sharkpublic"
+            in out and "has no local copy" in out)
+    # With its files there, they are its cases.
+    from tests.test_torch_models import place
+
+    place(tmp_path)
+    assert main(["list", "--configfile", str(suite), "--cases"]) == 0
+    out = capsys.readouterr().out
+    assert "  cpu-host/iree/torch_models.clip_cpu_benchmark/baseline\n" in out
+    assert ("cases: 2 (0 of its workloads, 2 of its benchmark files); 1 benchmark file "
+            "case(s) skipped here\n") in out
