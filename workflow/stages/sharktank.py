@@ -119,10 +119,14 @@ def select_files(configfile: list[str] | None, override: dict, config: dict | No
     the override (stages/plan.load_suite)."""
     from workflow.benchfile.select import attach
     from workflow.stages.plan import command_suite
+    from workflow.suite.load import load
     from workflow.suite.schema import deep_merge
 
-    overrides = deep_merge(config or {}, {"benchmark_files": override} if override else {})
-    suite = command_suite(configfile, overrides)
+    suite = command_suite(configfile, config or {})
+    if override:
+        # The options on top, loaded apart: a problem they bring is not the --config's
+        # (command_suite names an override's problem by its --config).
+        suite = load(configfile, deep_merge(config or {}, {"benchmark_files": override}))
     return suite, attach(suite)
 
 
