@@ -42,8 +42,9 @@ def _relative(data, tree: Path):
 
 def in_repository(sources: dict) -> dict:
     """{file: digest} of a revision's model sources as a user names the files, by their
-    path in the repository (`models/widen.py`): the explanation of a row prints them.
-    The key's parts keep TREE, which names no file ("<revision>/models/widen.py")."""
+    path in the repository: the explanation of a row prints them. The key's parts keep
+    TREE, a placeholder for where the revision's tree was extracted, which names no file
+    a user has."""
     return {path.removeprefix(TREE + "/"): digest for path, digest in sources.items()}
 
 
