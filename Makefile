@@ -2,7 +2,9 @@
 # Both create .venv from the project's own files first.
 VENV ?= .venv
 BIN := $(VENV)/bin
-CORES ?= 8
+# Every core this machine lets make use (`nproc`: the CPU affinity's, as in a container
+# or under taskset); 1 where nproc is missing.
+CORES ?= $(shell nproc 2>/dev/null || echo 1)
 
 # The fast tier: every test that starts no other program (tests/conftest.py fails a test
 # that starts one without saying so by a marker).

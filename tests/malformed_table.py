@@ -33,6 +33,7 @@ SOURCES = (
     ("goldens directory and the gate", "tests.test_gate_goldens_dir"),
     ("tools' failure reasons", "tests.test_failure_reason"),
     ("two runs in one directory", "tests.test_other_run"),
+    ("command-line flags", "tests.test_cli_flags"),
 )
 
 

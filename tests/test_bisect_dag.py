@@ -223,3 +223,22 @@ def test_real_keys_of_commits_not_prepared_equal_their_own(tmp_path):
     assert "not in the suite at this revision" in revisions[5].broken
     assert revisions[4].broken is None and revisions[6].key == revisions[4].key
     assert revisions[8].key == revisions[6].key  # a comment: the same inputs
+
+
+def test_a_revisions_model_sources_are_named_by_their_path_in_the_repository(tmp_path):
+    """The explanation of a step or an A/B row prints the model sources that changed:
+    `model source model.py: ab12 -> cd34`, not the key's placeholder for the revision's
+    tree (`<revision>/model.py`)."""
+    from workflow.bisect.prepare import case_key, suite_keys
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    write_suite(tree / "suite.yaml", {**suite(), "backends": ["iree", "torch-eager"]})
+    (tree / "model.py").write_text(MODEL.format(width=512, comment="", rows="m"))
+    prepared = case_key(tree, "suite.yaml", CASE, {}, "rev")
+    assert "model.py" in prepared["model_sources"]
+    assert not any(TREE in path for path in prepared["model_sources"])
+    assert any(TREE in path for path in prepared["parts"]["export"]["model sources"])
+    torch = suite_keys(tree, "suite.yaml", "rev")["cases"][CASE.replace("iree", "torch-eager")]
+    assert "model.py" in torch["torch_side"]["model_sources"]
+    assert not any(TREE in path for path in torch["torch_side"]["model_sources"])

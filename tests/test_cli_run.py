@@ -83,10 +83,10 @@ def test_loop_count_is_a_sku_of_its_own_unless_it_is_the_skus(suite_file):
     plain = plan_run(run_args(*opts))
     # The SKU's own repetitions (3): the plain case, the same suite.
     same = plan_run(run_args(*opts, "--loop_count", "3"))
-    assert same.case.id == plain.case.id == "host/iree/linear-f32/baseline"
+    assert same.case.id == plain.case.id == "host/iree/linear-128x256x256-f32/baseline"
     assert same.suite == plain.suite and same.workdir == plain.workdir
     other = plan_run(run_args(*opts, "--loop_count", "5"))
-    assert other.case.id == "host-loop5/iree/linear-f32/baseline"
+    assert other.case.id == "host-loop5/iree/linear-128x256x256-f32/baseline"
     assert other.workdir != plain.workdir
     assert other.suite["skus"]["host-loop5"]["measurement"] == {
         **plain.suite["skus"]["host"]["measurement"], "repetitions": 5}
@@ -97,8 +97,22 @@ def test_loop_count_is_a_sku_of_its_own_unless_it_is_the_skus(suite_file):
 
 def test_plan_defaults_take_the_default_suites_first_sku():
     plan = plan_run(run_args("-m", "mnist"))
-    assert plan.case.id == "cpu-host/iree/mnist-f32/baseline"
+    assert plan.case.id == "cpu-host/iree/mnist-1-f32/baseline"
     assert plan.suite["skus"]["cpu-host"]["measurement"]["repetitions"] == 10
+
+
+def test_a_run_names_its_case_as_a_suite_listing_the_shape_does():
+    """A run without --shape measures the model's default shape, and names it so: the
+    id of the case of a suite that lists that shape (as the default suite lists its
+    shapes), whose golden and history it then meets."""
+    from workflow.models.registry import get_model
+
+    plan = plan_run(run_args("-m", "bert", "-c", "tiny"))
+    shape = list(get_model("bert").default_shape)
+    listed = plan_run(run_args("-m", "bert", "-c", "tiny", "--shape",
+                               ",".join(map(str, shape))))
+    assert plan.case.id == listed.case.id == "cpu-host/iree/bert-tiny-1x128-f32/baseline"
+    assert plan.suite == listed.suite
 
 
 def test_training_flag_selects_training_mode_on_torch_eager():
@@ -230,7 +244,7 @@ def test_unsupported_case_is_recorded_and_exits_non_zero(tmp_path, suite_file):
          "--configfile", str(suite_file), "-o", str(out), "--workdir", str(tmp_path / "w")],
         capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.startswith("unsupported host/iree/linear-f32-train/baseline: ")
+    assert proc.stdout.startswith("unsupported host/iree/linear-128x256x256-f32-train/baseline: ")
     [rec] = json.loads(out.read_text())["cases"]
     assert rec["status"] == "unsupported" and rec["mode"] == "training"
 

@@ -93,3 +93,19 @@ def test_json_has_every_row_field():
     assert row["ratio"] == 1.0 and out["geomean_ratio"] == 1.0
     # A Similar row whose dispatch set did not change carries no explanation.
     assert row["attribution"] is None and not row["why"] and not row["changed"]
+
+
+def test_a_case_without_a_stage_is_named_by_its_status_alone():
+    """A compile-only case ends at no stage: `compile-only`, never `compile-only at
+    None`; nor does the gate's reason for it say None."""
+    from workflow.stats.verdict import GoldenRef, judge
+    from workflow.suite.defaults import gate_settings
+
+    cid = "gpu/iree/lin/baseline"
+    only = make_case(cid, BASE, status="compile-only", stage=None)
+    result = compare(make_report(make_case(cid, BASE)), make_report(only))
+    assert dict(result["unmatched"]) == {cid: "new: compile-only"}
+    assert "None" not in to_markdown(result)
+    golden = judge(only, GoldenRef(median_ms=1.0, source="g/gpu.json"),
+                   gate_settings())
+    assert golden["reason"] == "case compile-only: the golden has a time"

@@ -302,3 +302,39 @@ def test_golden_section_is_a_complete_record_golden(tmp_path):
                                   [str(tmp_path / "host.json")], {"tolerance": 1.5})
     assert set(section) == names and section["verdict"] == "regression"
     assert section["tolerance"] == 1.5 and section["ratio"] == 2.0
+
+
+def test_check_with_the_suite_finds_its_goldens(tmp_path, monkeypatch, capsys):
+    """`check --configfile SUITE` judges against the suite's goldens.dir (relative to the
+    working directory, as a run reads it), as `--goldens` that directory would."""
+    from tests.conftest import tiny_suite, write_suite
+
+    monkeypatch.chdir(tmp_path)
+    suite = write_suite(tmp_path / "s.yaml", tiny_suite(goldens={"dir": "mine"}))
+    report = tmp_path / "r.json"
+    write_json(report, make_report(make_case("host/iree/a/baseline", BASE)))
+    argv = ["check", "--report", str(report), "--configfile", str(suite),
+            "--remeasure-budget", "0"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        f"mine: no such directory (from {tmp_path}): goldens.dir of {suite} takes")
+    assert main(["bless", "--report", str(report), "--goldens", "mine", "--yes"]) == 0
+    write_json(report, make_report(make_case("host/iree/a/baseline", [1.5 * x for x in BASE])))
+    capsys.readouterr()
+    assert main(argv) == 1
+    assert "REGRESSED host/iree/a/baseline: time regressed" in capsys.readouterr().out
+
+
+def test_bless_says_n_a_for_a_count_the_case_has_none_of(tmp_path, capsys):
+    """A torch case has no IREE dispatches nor module size: bless prints n/a for them,
+    on the new line and the updated one, never Python's None."""
+    report = tmp_path / "r.json"
+    torch = "host/torch-eager/lin/baseline"
+    write_json(report, make_report(make_case(torch, BASE, dispatch=None, size=None)))
+    gdir = tmp_path / "g"
+    assert main(["bless", "--report", str(report), "--goldens", str(gdir), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "dispatch n/a, size n/a" in out and "None" not in out
+    assert main(["bless", "--report", str(report), "--goldens", str(gdir), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "dispatch n/a -> n/a, size n/a -> n/a" in out and "None" not in out

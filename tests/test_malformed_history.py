@@ -50,6 +50,10 @@ CASES = [
      "not a benchflow history store (it holds 'notes.txt', which a store does not)"),
     ("history-empty-dir", "`history show --store` naming an empty directory",
      "no history store there; expected the directory"),
+    *((f"history-no-default-store-{verb[0]}", f"`history {' '.join(verb)}` where no "
+       "history/ is (the default store)", "history: no history store there (from ")
+      for verb in (["show"], ["detect"], ["html", "-o", "h.html"], ["remove", "r1"],
+                   ["repair"])),
     ("history-no-table-sql", "a store whose table metadata file is missing",
      "damaged: the table's metadata file metadata/benchmark/oss_ci_benchmark_v3.sql is "
      "missing"),
@@ -204,7 +208,15 @@ def _other_files(tmp: Path) -> tuple[int, list[str]]:
 
 def _empty_dir(tmp: Path) -> tuple[int, list[str]]:
     (tmp / "empty").mkdir()
-    return 1, ["show", "--store", str(tmp / "empty")]
+    return 2, ["show", "--store", str(tmp / "empty")]
+
+
+def _default_store(verb: list[str]):
+    """A verb run where no history/ is, as a user tries `history show` first: the
+    directory it looked in named, whence, and the same code (2) as detect's."""
+    def make(tmp: Path) -> tuple[int, list[str]]:
+        return 2, verb  # run from tmp (test_refused_in_one_line), which has no history/
+    return make
 
 
 MAKE = {
@@ -227,6 +239,9 @@ MAKE = {
                                           "http://u:secretpw@127.0.0.1:1/benchmark"]),
     "history-not-a-store": _other_files,
     "history-empty-dir": _empty_dir,
+    **{f"history-no-default-store-{verb[0]}": _default_store(verb)
+       for verb in (["show"], ["detect"], ["html", "-o", "h.html"], ["remove", "r1"],
+                    ["repair"])},
     "history-no-table-sql": _on_store("show", lambda s: next(
         s.glob("store/*/*/oss_ci_benchmark_v3.sql")).unlink()),
     "history-part-cut-short": _on_store("ingest", lambda s: os.truncate(
@@ -345,7 +360,8 @@ def test_every_case_has_its_maker():
 
 @pytest.mark.parametrize(("case_id", "description", "expected"), CASES,
                          ids=[c[0] for c in CASES])
-def test_refused_in_one_line(tmp_path, capsys, case_id, description, expected):
+def test_refused_in_one_line(tmp_path, capsys, monkeypatch, case_id, description, expected):
+    monkeypatch.chdir(tmp_path)
     code, argv = MAKE[case_id](tmp_path)
     before, existed = _tree(tmp_path), (tmp_path / "store").exists()
     capsys.readouterr()

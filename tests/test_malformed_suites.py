@@ -148,7 +148,14 @@ CASES = [
      "skus.cpu.iree.compile_tool: '/nonexistent/iree-compile' is not an executable file"),
     ("adaptive-too-few", "adaptive invocations whose maximum allows no 95 % interval",
      W + "skus: {cpu: {measurement: {invocations: 3, max_invocations: 5}}}\n",
-     "skus.cpu.measurement.max_invocations: max_rounds 5 is too few for an interval"),
+     "skus.cpu.measurement.max_invocations: 5 invocations are too few for a 95 % interval "
+     "(alpha 0.05, split over the looks of the adaptive schedule); expected "
+     "max_invocations: 7 or more"),
+    ("ab-rounds-too-few", "A/B rounds whose maximum allows no 95 % interval",
+     W + "skus: {a: {}, b: {iree: {target_cpu: generic}}}\nab: {min_rounds: 2, "
+     "max_rounds: 4}\nab_pairs: [{base: a, new: b}]\n",
+     "ab.max_rounds: 4 rounds are too few for a 95 % interval (alpha 0.05, split over the "
+     "looks of the schedule); expected ab.max_rounds: 7 or more"),
     ("gpu-unknown-backend", "a target backend benchflow does not drive",
      W + "skus: {gpu: {iree: {target_backend: metal-spirv}}}\n",
      "skus.gpu.iree.target_backend: expected one of ['llvm-cpu', 'cuda', 'rocm', "
@@ -442,7 +449,7 @@ def test_loop_count_may_not_take_the_name_of_another_sku(tmp_path):
     # The same settings under that name: the same SKU, the same results; not refused.
     path.write_text(W + "skus: {cpu-host: {}, cpu-host-loop3: {measurement: "
                     "{repetitions: 3}}}\n")
-    assert plan_run(opts).case.id == "cpu-host-loop3/iree/linear-f32/baseline"
+    assert plan_run(opts).case.id == "cpu-host-loop3/iree/linear-128x256x256-f32/baseline"
 
 
 def test_benchflow_runs_work_directory_stays_one_short_path_component():
@@ -569,3 +576,12 @@ def test_gemm_bytes_and_physical_memory():
                                                  "max_power": 8}])
 def test_count_is_the_number_of_generated_shapes(spec):
     assert shapes.count(spec) == len(shapes.generate(spec))
+
+
+def test_the_value_a_too_few_refusal_asks_for_is_accepted(tmp_path):
+    """adaptive-too-few and ab-rounds-too-few name the value to set: it loads."""
+    load([write(tmp_path, "inv", W + "skus: {cpu: {measurement: {invocations: 3, "
+                                       "max_invocations: 7}}}\n")])
+    load([write(tmp_path, "ab", W + "skus: {a: {}, b: {iree: {target_cpu: generic}}}\n"
+                                    "ab: {min_rounds: 2, max_rounds: 7}\n"
+                                    "ab_pairs: [{base: a, new: b}]\n")])

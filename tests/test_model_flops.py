@@ -52,3 +52,20 @@ def test_both_backends_record_the_count_of_a_conv_model(tmp_path):
     assert done["flops"] == CONV + LINEAR
     _, flops = _reference_outputs(workload.spec())
     assert flops == CONV + LINEAR
+
+
+def test_a_training_case_counts_its_whole_step():
+    """A training case times forward, backward and the optimizer's step: its GFLOP/s is
+    that step's FLOPs over its time, not the forward's alone (2 to 3 times too low)."""
+    from workflow.backends.torch.characterize import _reference_outputs
+
+    m, k, n = 8, 16, 32
+    w = {"model": "mlp", "config": "default", "layers": 2, "shape": [m, k, n]}
+    forward = 2 * 4.0 * m * k * n  # two blocks of Linear(K, N), Linear(N, K)
+    assert _reference_outputs({**w, "mode": "inference"})[1] == forward
+    # The backward: every weight's gradient (the forward's size again) and every input
+    # gradient but the first layer's, whose input needs none.
+    step = forward + forward + (forward - 2.0 * m * k * n)
+    assert _reference_outputs({**w, "mode": "training"})[1] == step
+    w = {"model": "linear", "config": "default", "layers": None, "shape": [m, k, n]}
+    assert _reference_outputs({**w, "mode": "training"})[1] == 2 * (2.0 * m * k * n)

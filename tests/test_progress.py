@@ -97,6 +97,21 @@ def test_a_failed_run_names_its_failed_jobs_and_logs():
     assert "failed job: iree_batch (jobid 3): log logs/iree/host/b0.log" in text
 
 
+def test_a_run_of_ab_pairs_only_counts_its_rows_not_zero_cases():
+    """`benchflow ab` builds results/ab.json alone: its summary says what it measured,
+    A/B rows, not `finished: 0 cases`."""
+    row = ab_row()  # a regression
+    same = {**row, "verdict": "no-difference"}  # SYNTHETIC: a second, quiet row
+    lines = render.summary_lines(render.summary_event(
+        [], [row, same], success=True, reports=[], failed_jobs=[]))
+    assert lines[2] == "finished: 2 A/B rows, 1 regressed or failed"
+    assert lines[3] == "  " + render.ab_text(render.ab_event(row))
+    assert not any("0 cases" in line or line.startswith("A/B:") for line in lines)
+    one = render.summary_lines(render.summary_event([], [same], success=False, reports=[],
+                                                    failed_jobs=[]))
+    assert one[2] == "FAILED: 1 A/B row, 0 regressed or failed"
+
+
 def test_an_ab_line_has_the_ratio_its_interval_and_the_verdict():
     row = ab_row()
     text = render.ab_text(render.ab_event(row))

@@ -90,9 +90,9 @@ COMMANDS = [
     ("benchflow benchmarks --model tiny_mlp --filename 'mlp*' --sku cpu-host", "run",
      "cpu-host/iree/tiny_mlp.mlp_cpu/baseline"),
     ("snakemake -n results/report.json", "run", "This was a dry-run"),
-    ("snakemake --cores 8 results/report.json --configfile my.yaml", "dry",
+    ("snakemake --cores all results/report.json --configfile my.yaml", "dry",
      "This was a dry-run"),
-    ("snakemake --cores 8 results/report.json", "dry", "This was a dry-run"),
+    ("snakemake --cores all results/report.json", "dry", "This was a dry-run"),
     ("make report", "skip", "runs the default suite (minutes); its dry run is checked"),
     ("make test", "skip", "the whole test suite, this file included (and SLURM)"),
     ("make gpu", "skip", "needs an NVIDIA GPU: the GPU tier (pytest -m gpu), skipped with "
@@ -140,7 +140,7 @@ OUTPUT_BLOCKS = {
     "$ benchflow bisect sync/iree/widening": "a real run of tests/test_bisect.py's repository",
     "bf688bb39a78 against deb81df4e4bf": "a real run of tests/test_ab_revisions.py's "
                                          "repository (its lines' shape checked there)",
-    "ok cpu-host/iree/bert-tiny-f32/baseline": "an example of benchflow run's output",
+    "ok cpu-host/iree/bert-tiny-1x128-f32/baseline": "an example of benchflow run's output",
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
     "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
@@ -378,3 +378,20 @@ def test_the_quoted_slurm_warning_is_the_one_printed():
     resources = {"slurm_account": "acct", "slurm_partition": "cpu"}
     quoted = {b.text.strip() for b in BLOCKS if b.text.startswith("benchflow: SLURM: SKU")}
     assert quoted and [*quoted] == slurm_warnings(skus, resources)
+
+
+# A duration the guide says a run, a test tier or a command takes (or took).
+TIMING = re.compile(r"\b(?:takes?|took)\s+(?:about\s+)?\d[\d.]*(?:\s+to\s+\d+)?"
+                    r"\s+(?:minutes?|min|s)\b")
+
+
+@pytest.mark.parametrize("page", [README, REPO / "docs" / "getting-started.md",
+                                  REPO / "docs" / "ci.md", REPO / "docs" / "cluster.md"],
+                         ids=lambda p: p.name)
+def test_a_timing_says_the_machine_was_idle(page):
+    """A reader's machine, busy with other work, takes longer: each duration the getting-
+    started pages quote says, in its paragraph, that it is an idle machine's."""
+    paragraphs = re.split(r"\n\s*\n", page.read_text())
+    quoted = [p for p in paragraphs if TIMING.search(p) and not p.lstrip().startswith("```")]
+    assert quoted
+    assert [p for p in quoted if "idle" not in p] == []

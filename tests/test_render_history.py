@@ -281,6 +281,33 @@ def test_an_empty_store_says_so():
     assert "<dt>Runs</dt><dd>0 runs, 0 series</dd>" in text
 
 
+def spaced(pts: list[dict], seconds: int) -> list[dict]:
+    """The points `seconds` apart from START instead of a day."""
+    return [{**p, "time": datetime.fromtimestamp(START + k * seconds, UTC)
+             .strftime("%Y-%m-%dT%H:%M:%SZ")} for k, p in enumerate(pts)]
+
+
+def x_labels(pts: list[dict]) -> list[str]:
+    return [label for _, label in history.x_ticks(pts, history.x_positions(len(pts)))]
+
+
+def test_the_time_axis_tells_its_ticks_apart():
+    """Nightly runs: a date each. Runs of one day (a user's afternoon of runs) all read
+    the same date: the time of day then, with the date where it changes."""
+    assert x_labels(points(11)) == ["2026-01-01", "2026-01-03", "2026-01-05", "2026-01-07",
+                                    "2026-01-09", "2026-01-11"]
+    assert x_labels(spaced(points(11), 600)) == ["2026-01-01 00:00", "00:20", "00:40",
+                                                  "01:00", "01:20", "01:40"]
+    assert x_labels(spaced(points(11), 3600 * 5)) == [
+        "2026-01-01 00:00", "10:00", "20:00", "2026-01-02 06:00", "16:00",
+        "2026-01-03 02:00"]
+    assert x_labels(spaced(points(6), 7)) == ["2026-01-01 00:00:00", "00:00:07", "00:00:14",
+                                              "00:00:21", "00:00:28", "00:00:35"]
+    assert x_labels(spaced(points(3), 0)) == ["run 1", "run 2", "run 3"]
+    labels = x_labels(spaced(points(40), 900))
+    assert len(set(labels)) == len(labels)
+
+
 def test_nice_ticks_and_paths():
     assert history.nice_ticks(0.94, 1.38) == [1.0, 1.1, 1.2, 1.3]
     assert history.nice_ticks(0, 100) == [0, 20, 40, 60, 80, 100]

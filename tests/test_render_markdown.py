@@ -195,3 +195,16 @@ def test_kernel_names_are_code_spans_that_show_as_written():
         "`main$async_dispatch_0 <x> | a*b*`"
     assert markdown.code("a`b") == "``a`b``" and markdown.code("`a") == "`` `a ``"
     assert "No case was profiled" in kernels_part(markdown.render(iree_report()))
+
+
+def test_a_recipe_row_shows_its_speedup_against_the_baseline_recipe():
+    """torchao's runner shows each quantization recipe's speedup over the baseline; so does
+    report.md, beside the speedup against eager, from the record's vs_baseline."""
+    report = torch_report()
+    rows = {(r[0], r[3], r[4], r[5]): r for r in coverage_rows(markdown.render(report))}
+    vs_baseline = COL["Speedup vs baseline"]
+    case = find(report, "host/torch-eager/linear-64x64x64-f32/int8wo")
+    assert rows[("linear", "64x64x64", "torch-eager", "int8wo")][vs_baseline].startswith(
+        f"{case['speedup']['vs_baseline']:.3g}× (cross-run")
+    # The baseline itself has none (it is the baseline).
+    assert rows[("linear", "64x64x64", "torch-eager", "baseline")][vs_baseline] == "—"

@@ -54,8 +54,8 @@ def test_created_when_missing_then_appended(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["kind"] == KIND and doc["schema_version"].startswith("1.")
     assert [c["id"] for c in doc["cases"]] == ["w0/case0", "w0/case1", "w0/case2"]
-    # Nothing but the file and its lock file is left in the directory.
-    assert sorted(p.name for p in out.parent.iterdir()) == ["perf.json", "perf.json.lock"]
+    # Nothing but the file is left in the directory: its lock file is gone once released.
+    assert sorted(p.name for p in out.parent.iterdir()) == ["perf.json"]
 
 
 def test_empty_file_is_taken_as_no_records(tmp_path):
@@ -85,7 +85,7 @@ def test_unreadable_file_is_refused_and_left_untouched(tmp_path, content, why):
         append_records(out, [rec(0)])
     assert str(out) in str(err.value) and "not appending" in str(err.value)
     assert out.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["perf.json", "perf.json.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["perf.json"]
 
 
 def test_a_benchflow_document_keeps_its_format_and_keys(tmp_path):
@@ -176,6 +176,8 @@ def test_concurrent_writers_lose_no_record(tmp_path, forge):
     for w in range(writers):
         mine = [int(i.split("case")[1]) for i in ids if i.startswith(f"w{w}/")]
         assert mine == list(range(count))
+    # The lock file, taken and removed 150 times by writers racing for it, is gone.
+    assert [p.name for p in tmp_path.iterdir()] == ["perf.json"]
 
 
 @pytest.mark.parametrize("content", ["", "[]"])

@@ -263,10 +263,17 @@ def test_a_special_file_is_refused_in_one_line_without_blocking(
     assert all("Traceback" not in line for line in lines)
 
 
-def test_o_onto_a_symlink_writes_through_and_keeps_the_link(tmp_path):
+def test_o_onto_a_symlink_writes_through_and_keeps_the_link(tmp_path, monkeypatch):
     """`-o link.json` where link.json -> data/real.json: the target gets the record, the
-    link stays a link (as cp and editors write through), the lock is the target's."""
+    link stays a link (as cp and editors write through), the lock is the target's (and
+    gone once released)."""
+    from workflow.records import results_file
     from workflow.records.results_file import append_records
+
+    locked = []
+    real_lock = results_file.side_lock
+    monkeypatch.setattr(results_file, "side_lock",
+                        lambda path: locked.append(Path(path)) or real_lock(path))
 
     (tmp_path / "data").mkdir()
     real = tmp_path / "data" / "real.json"
@@ -278,7 +285,8 @@ def test_o_onto_a_symlink_writes_through_and_keeps_the_link(tmp_path):
     assert link.is_symlink() and os.readlink(link) == "data/real.json"
     assert json.loads(real.read_text())[0]["benchflow"]["id"] == CID
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "link.json"]
-    assert (tmp_path / "data" / "real.json.lock").exists()
+    assert locked == [tmp_path / "data" / "real.json.lock"]
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["real.json"]
 
 
 def test_an_output_that_is_a_fifo_is_refused_before_anything_is_written(tmp_path):

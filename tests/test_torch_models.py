@@ -272,6 +272,20 @@ def test_a_benchmark_test_becomes_a_benchmark_file_record(tmp_path):
                                     "mlir": str(azure / "m.mlir")}]
 
 
+def test_a_benchmark_and_a_quality_test_of_one_module_are_told_apart(tmp_path):
+    """Their report rows show model, config, dtype, shape, backend, recipe, mode and
+    SKU: the config is the test's name, not the module's (clip_cpu on both)."""
+    from workflow.benchfile.plan import identity, skipped_plan
+
+    place(tmp_path)
+    sel = selected(suite(tmp_path, markers="quick"))
+    rows = {i["workload"]: i["config"] for i in
+            [identity(c) for c in sel.cases] + [s["identity"] for s in skipped_plan(sel)]}
+    assert rows == {"torch_models.clip_cpu_benchmark": "clip_cpu_benchmark",
+                    "torch_models.clip_cpu_random_benchmark": "clip_cpu_random_benchmark",
+                    "torch_models.clip_cpu_quality": "clip_cpu_quality"}
+
+
 def test_a_module_flag_off_the_allow_list_skips_its_tests_naming_it(tmp_path):
     module = TORCH / "examples" / "modules" / "scheduled_unet_gfx1201.json"
     why = torch_models.refused_flags(torch_models.load_module(module), str(module))

@@ -80,7 +80,7 @@ def test_list_shows_the_suites_models_with_their_file(user_suite, capsys):
 def test_run_plans_the_suites_model_with_its_file_absolute(user_suite):
     plan = plan_run(run_args("-m", MODEL, "-b", "torch-eager", "--configfile",
                              str(user_suite)))
-    assert plan.case.id == f"host/torch-eager/{MODEL}-f32/baseline"
+    assert plan.case.id == f"host/torch-eager/{MODEL}-4x8-f32/baseline"
     # suite.yaml goes to the work directory, where the suite's relative path names
     # nothing: the one-case suite carries the file resolved.
     assert plan.suite["model_modules"] == [str((user_suite.parent / "models/mine.py")

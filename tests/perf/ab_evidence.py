@@ -525,7 +525,7 @@ def target_for(ratio: float) -> tuple[str, float] | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--aa", type=int, default=100,
                     help="A/A runs per condition (default 100)")
     ap.add_argument("--hog", action="store_true",

@@ -84,7 +84,7 @@ def timed(argv: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.Comp
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
     args = p.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="ab-cost-"))

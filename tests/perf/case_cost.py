@@ -332,7 +332,7 @@ def default_suite(workdir: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--ao", type=Path, required=True,
                     help="a checkout of pytorch/ao at dbef6992 (has " + RUNNER + ")")
     ap.add_argument("--runs", type=int, default=2,

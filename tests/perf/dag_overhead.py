@@ -125,7 +125,7 @@ def fingerprint_members(workdir: Path, suite: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
     ap.add_argument("--noop-size", type=int, default=1000)

@@ -30,7 +30,7 @@ TIMEOUT_S = 300
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--invocations", type=int, default=30)
     ap.add_argument("--shape", type=int, nargs=3, default=[256, 256, 256])
     ap.add_argument("--threads", type=int, default=2, help="local-task workers")

@@ -129,7 +129,7 @@ class Hog:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="2 shapes, min_time 0.01 s, re-measure budget 20 s")
     ap.add_argument("--shapes", type=int, default=len(SHAPES),

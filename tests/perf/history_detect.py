@@ -165,7 +165,7 @@ def delay(model: dict, settings, *, n_series: int, before: int, max_after: int,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--reports", nargs="*", default=sorted(glob.glob(
         "/tmp/*/results/report.json")), help="reports of the default suite")
     ap.add_argument("--series", type=int, default=1000)

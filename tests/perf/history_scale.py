@@ -274,7 +274,7 @@ def print_show(got: dict, n_cases: int, n_runs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=365)
     parser.add_argument("--ingest-cases", type=int, default=10_000)

@@ -160,7 +160,7 @@ def summary(name: str, trials: list[dict]) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=15, help="A/B trials per condition")
     ap.add_argument("--rounds", type=int, default=12, help="rounds per trial (>= 6)")
     ap.add_argument("--n", type=int, default=256, help="the GEMM's size (n x n x n)")

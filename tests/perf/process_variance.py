@@ -465,7 +465,7 @@ def interleaved(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--parents", type=int, default=6)
     ap.add_argument("--forks", type=int, default=6)
     ap.add_argument("--blocks", type=int, default=6)

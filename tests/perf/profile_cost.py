@@ -86,7 +86,7 @@ def torch_rows(workdir: Path) -> list[tuple[str, float, float]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     where = ap.add_mutually_exclusive_group(required=True)
     where.add_argument("--suite", type=Path, help="run this suite's IREE cases first")
     where.add_argument("--results", type=Path, help="a finished run's working directory")

@@ -904,7 +904,7 @@ def say_summary(summary: dict, injected: dict | None, runs_wanted: int) -> list[
 
 
 def parse_args() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, help="fresh runs of each suite (default 8; "
                     "--quick 2); at least 2")
     ap.add_argument("--suites", default=",".join(SUITES),

@@ -58,7 +58,7 @@ def run(cases: int, batch_size: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=1000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--unbatched", type=int, default=60,

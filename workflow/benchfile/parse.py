@@ -65,6 +65,11 @@ class BenchmarkFile:
         return self.name.rsplit("_", 1)[0] if "_" in self.name else self.name
 
     @property
+    def config(self) -> str:
+        """Its cases' `config` (the reports' Config column): the submodel."""
+        return self.submodel
+
+    @property
     def group(self) -> str:
         """`<model>_<submodel>`: the upstream artifact group, and how `modules` name it."""
         return f"{self.model}_{self.submodel}"

@@ -13,7 +13,7 @@ from workflow.paths import BF_CASE
 
 def identity(case: BenchCase) -> dict:
     f = case.file
-    return {"id": case.id, "model": f.model, "config": f.submodel, "dtype": f.dtype(),
+    return {"id": case.id, "model": f.model, "config": f.config, "dtype": f.dtype(),
             "shape": f.shape(), "sku": case.sku, "backend": "iree", "recipe": "baseline",
             "mode": "inference", "workload": f.id, "layers": None}
 

@@ -55,6 +55,13 @@ class TorchFile(BenchmarkFile):
     def weights(self) -> Path | None:
         return None  # passed as --parameters=<scope>=<file> in benchmark_flags
 
+    @property
+    def config(self) -> str:
+        """The test's whole name (clip_cpu_benchmark, clip_cpu_quality): a test's file
+        name ends in its type, not in a backend, and a benchmark and a quality test of
+        one module would otherwise share a row's every column (config clip_cpu both)."""
+        return self.name
+
     def input_files(self) -> list[str]:
         return [*super().input_files(), *map(str, self.params)]
 

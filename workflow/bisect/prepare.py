@@ -41,6 +41,14 @@ def _relative(data, tree: Path):
     return json.loads(text.replace(str(tree.resolve()), TREE))
 
 
+def in_repository(sources: dict) -> dict:
+    """{file: digest} of a revision's model sources as a user names the files, by their
+    path in the repository: the explanation of a row prints them. The key's parts keep
+    TREE, a placeholder for where the revision's tree was extracted, which names no file
+    a user has."""
+    return {path.removeprefix(TREE + "/"): digest for path, digest in sources.items()}
+
+
 def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) -> dict:
     """The case at this revision: {key, parts, sku, spec, identity, ab, timeouts,
     model_sources}; `tools` overrides the SKU's iree tools (a package bisection's
@@ -76,7 +84,7 @@ def _iree_prepared(suite, case, tree: Path, tools: dict, where: str) -> dict:
     return {"key": keys.digest(parts), "parts": parts, "sku": sku, "spec": spec,
             "identity": case.identity(), "ab": suite.config["ab"],
             "timeouts": suite.config["timeouts"],
-            "model_sources": parts["export"]["model sources"]}
+            "model_sources": in_repository(parts["export"]["model sources"])}
 
 
 def suite_keys(tree: Path, suite_rel: str, label: str) -> dict:
@@ -104,7 +112,7 @@ def suite_keys(tree: Path, suite_rel: str, label: str) -> dict:
             content = _relative(keys.torch_batch_content([side["case"]["workload"]],
                                                          suite.sku(case.sku)), tree)
             # What the row's explanation names when the model's files changed.
-            side["model_sources"] = content["model sources"]
+            side["model_sources"] = in_repository(content["model sources"])
             key = keys.digest(_relative({**side["case"], "sku": side["sku"],
                                          "backend": side["backend"], "content": content},
                                         tree))

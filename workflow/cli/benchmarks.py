@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from workflow.backends.proc import run_attached
+from workflow.cli.options import add_config_overrides, config_overrides
 
 # The options that are paths, relative to the directory the command is started in.
 PATH_OPTIONS = ("dir", "artifacts_dir", "external_files_dir")
@@ -25,6 +26,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("benchmarks", help="list or run the sharktank-format benchmark files a "
                                           "suite selects (run_benchmarks.py's options)")
     p.add_argument("--configfile", nargs="*", default=None, help="suite files (default suite)")
+    add_config_overrides(p)
     p.add_argument("--dir", help="directory of benchmark files")
     p.add_argument("--model", nargs="+", help="model directories (globs)")
     p.add_argument("--filename", help="glob on file names without .json")
@@ -56,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         "dir": args.dir, "models": args.model, "filename": args.filename, "skus": args.sku,
         "backends": args.backend, "artifacts_dir": args.artifacts_dir,
         "external_files_dir": args.external_file_directory}.items() if v is not None}
-    suite, sel = select_files(args.configfile, override)
+    config = config_overrides(args.config)
+    suite, sel = select_files(args.configfile, override, config)
     for case in sel.cases:
         print(f"  {case.id}  ({case.file.path})")
     for fid, sku, why in sel.skipped:
@@ -65,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.run:
         return 0
     if not override:  # the suite's own run
-        cmd = run_files_argv(args.configfile, {}, cores=args.cores, target=args.target,
+        cmd = run_files_argv(args.configfile, config, cores=args.cores, target=args.target,
                              dry_run=args.dry_run)
     else:
         configfiles = [str(Path(f).resolve()) for f in args.configfile or []]
-        config = anchored(suite.config, override)
+        config = anchored(suite.config, override, config)
         where = own_directory(configfiles, config)
         print(f"benchflow benchmarks: this selection works in {where}/ (its reports: "
               f"{where}/results/); the suite's own results/ are left as they are", flush=True)
@@ -79,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
     return run_attached(cmd)
 
 
-def anchored(config: dict, override: dict) -> dict:
-    """The --config sections of a run elsewhere: the options, and every path of the
-    suite relative to the directory the command was started in made absolute from it
-    (stages/suite_dir.anchor_paths), as a suite that moves to runs/ has them."""
+def anchored(config: dict, override: dict, given: dict | None = None) -> dict:
+    """The --config sections of a run elsewhere: the user's own --config (`given`), the
+    options, and every path of the suite relative to the directory the command was
+    started in made absolute from it (stages/suite_dir.anchor_paths), as a suite that
+    moves to runs/ has them."""
     import copy
 
     from workflow.stages.suite_dir import CWD_RELATIVE, anchor_paths
+    from workflow.suite.schema import deep_merge
 
     home = Path.cwd()
     config = copy.deepcopy(config)
@@ -96,7 +101,8 @@ def anchored(config: dict, override: dict) -> dict:
         value = config.get(section, {}).get(key)
         if isinstance(value, str) and value:
             sections.setdefault(section, {})[key] = value
-    return sections
+    # The user's --config first: the options, and the paths made absolute, win over it.
+    return deep_merge(copy.deepcopy(given or {}), sections)
 
 
 def own_directory(configfiles: list[str], config: dict) -> Path:

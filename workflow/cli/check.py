@@ -58,8 +58,10 @@ def add_parser(sub) -> None:
                         "pooled, instead of one blessing; exclusive with --goldens; a case "
                         "with fewer than 2 such runs could not be judged (exit 3)")
     p.add_argument("--configfile", type=Path,
-                   help="with --against-history: the store from this suite's `history` "
-                        "section (default: the schema's defaults, history/)")
+                   help="the suite: judge against its goldens (goldens.dir, relative to "
+                        "the working directory; --goldens wins), or with "
+                        "--against-history, read the store of its `history` section "
+                        "(default: the schema's defaults, history/)")
     p.add_argument("--store", type=Path,
                    help="with --against-history: the embedded store's directory")
     p.add_argument("--url", help="with --against-history: a ClickHouse server instead "
@@ -84,20 +86,32 @@ def run(args: argparse.Namespace) -> int:
     """Judges the report (stages/gates.py) and prints the gate's lines."""
     if args.against_history is not None:
         return run_against_history(args)
-    store_options = [f for f, v in (("--configfile", args.configfile),
-                                    ("--store", args.store), ("--url", args.url)) if v]
+    store_options = [f for f, v in (("--store", args.store), ("--url", args.url)) if v]
     if store_options:
         raise ConfigError([f"{', '.join(store_options)}: name the history store, which "
                            "only --against-history N reads"])
-    gated = check_report(args.report, goldens=args.goldens,
+    goldens, goldens_from = args.goldens, "--goldens"
+    if goldens is None and args.configfile is not None:
+        goldens, goldens_from = suite_goldens(args.configfile)
+    gated = check_report(args.report, goldens=goldens,
                          require_goldens=args.require_goldens,
                          allow_inconclusive=args.allow_inconclusive,
                          remeasure_budget_s=args.remeasure_budget,
                          settings=gate_settings(args), accept_config=args.accept_config,
-                         unpaired=args.unpaired, gate_on_machine=args.gate_on_machine)
+                         unpaired=args.unpaired, gate_on_machine=args.gate_on_machine,
+                         goldens_from=goldens_from)
     for text in gated.lines:
         print(text)
     return EXIT_CODES[gated.outcome]
+
+
+def suite_goldens(configfile: Path) -> tuple[Path, str]:
+    """The goldens directory of the suite `configfile` (its goldens.dir, relative to the
+    working directory as a run reads it), and how a problem with it names it."""
+    from workflow.stages.plan import command_suite
+
+    suite = command_suite([configfile], {})
+    return Path(suite.config["goldens"]["dir"]), f"goldens.dir of {configfile}"
 
 
 def run_against_history(args: argparse.Namespace) -> int:

@@ -60,7 +60,8 @@ def add_parser(sub) -> None:
     show.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
     show.add_argument("--format", choices=["text", "json"], default="text")
     _store_options(show)
-    show.set_defaults(func=run_show, interrupted=READ_INTERRUPTED.format(verb="show"))
+    show.set_defaults(func=store_command(run_show),
+                      interrupted=READ_INTERRUPTED.format(verb="show"))
 
     det = verbs.add_parser("detect", help="change points of every series (exit as the gates)")
     det.add_argument("pattern", nargs="?", default="*", metavar="GLOB")
@@ -78,13 +79,15 @@ def add_parser(sub) -> None:
     page.add_argument("-o", "--output", type=Path, default=Path("results/history.html"))
     page.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
     _store_options(page)
-    page.set_defaults(func=run_html, interrupted=READ_INTERRUPTED.format(verb="html"))
+    page.set_defaults(func=store_command(run_html),
+                      interrupted=READ_INTERRUPTED.format(verb="html"))
 
     rm = verbs.add_parser("remove", help="remove one run's rows (`history show` lists runs)")
     rm.add_argument("run_id", metavar="RUN_ID")
     _store_options(rm)
-    rm.set_defaults(func=run_remove, interrupted="benchflow history remove; run it again to "
-                                                 "remove what is left of the run")
+    rm.set_defaults(func=store_command(run_remove),
+                    interrupted="benchflow history remove; run it again to remove what is "
+                                "left of the run")
 
     fix = verbs.add_parser("repair", help="rebuild a damaged embedded store from the runs "
                                           "that survive in it (its damaged files kept)")
@@ -92,9 +95,29 @@ def add_parser(sub) -> None:
                      help="take the store from this suite's `history` section")
     fix.add_argument("--store", type=Path, help="the embedded store's directory "
                                                 "(default: the suite's history.path, history/)")
-    fix.set_defaults(func=run_repair, interrupted="benchflow history repair; the store is as "
-                                                  "it was, or repaired whole (a repair is "
-                                                  "swapped in at once): run it again")
+    fix.set_defaults(func=store_command(run_repair),
+                     interrupted="benchflow history repair; the store is as it was, or "
+                                 "repaired whole (a repair is swapped in at once): run it "
+                                 "again")
+
+
+def store_command(run):
+    """A verb's run(args) whose store is not there exits 2, bad input, as `detect` (a
+    gate: options.gate_command) does: one code for one mistake in every verb."""
+    import functools
+
+    from workflow.cli.options import print_problems
+    from workflow.history.store import NoStore
+    from workflow.regression.gate import BAD_INPUT
+
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except NoStore as exc:
+            print_problems(exc)
+            return EXIT_CODES[BAD_INPUT]
+    return wrapped
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:

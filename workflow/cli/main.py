@@ -19,7 +19,7 @@ from workflow.cli import (
     validate,
 )
 from workflow.cli import list as list_cmd
-from workflow.cli.options import print_problems
+from workflow.cli.options import Parser, print_problems
 from workflow.errors import ConfigError
 
 # The subcommands, in the order `benchflow --help` lists them. Each module's
@@ -48,9 +48,38 @@ def version() -> str:
         return "unknown (not installed: `pip install -e .` in the checkout)"
 
 
+def version_text() -> str:
+    """`benchflow --version`: the package's version, the checkout's commit, and the IREE
+    and torch this interpreter has (what a bug report needs; from package metadata and
+    git, nothing imported)."""
+    from workflow.backends.git import git_sha
+    from workflow.paths import REPO_ROOT
+    from workflow.records.provenance import package_version
+
+    sha = git_sha(REPO_ROOT)
+    lines = [f"benchflow {version()}",
+             f"  commit: {sha or 'unknown (not a git checkout)'} ({REPO_ROOT})"]
+    for name in ("iree-base-compiler", "iree-base-runtime", "torch"):
+        lines.append(f"  {name}: {package_version(name) or 'not installed'}")
+    return "\n".join(lines)
+
+
+class VersionAction(argparse.Action):
+    """-V / --version: asks git and the package metadata only when given, not on every
+    command's parse."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchflow", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"benchflow {version()}")
+    parser = Parser(prog="benchflow", description=__doc__)
+    parser.add_argument("-V", "--version", action=VersionAction,
+                        help="the version, the commit, and the IREE and torch installed")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(sub)

@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         from workflow.cli import list as list_cmd
 
-        return list_cmd.run(argparse.Namespace(configfile=args.configfile, cases=False))
+        return list_cmd.run(argparse.Namespace(configfile=args.configfile, cases=False,
+                                                       config=[]))
     if not args.model:
         raise ConfigError([f"{SOURCE}: -m MODEL is required (`benchflow list` prints them)"])
     if args.output:

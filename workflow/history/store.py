@@ -261,6 +261,18 @@ def _release(path: Path, lock: FileLock | None, made_dir: bool) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+class NoStore(ConfigError):
+    """No embedded store where one was to be read: bad input, which every `benchflow
+    history` verb exits 2 for, as `detect` (a gate) does. Names the directory looked at,
+    whence a relative one was read."""
+
+    def __init__(self, path: Path):
+        whence = "" if path.is_absolute() else f" (from {Path.cwd()})"
+        super().__init__([f"{path}: no history store there{whence}; expected the directory "
+                          "that `benchflow history ingest` (or `snakemake "
+                          "results/history.html`) made, or --store/--url"])
+
+
 def _count(query) -> int:
     out = query(f"SELECT count() AS n FROM {sql.TABLE} FORMAT JSONEachRow")
     return int(json.loads(out)["n"])
@@ -269,9 +281,7 @@ def _count(query) -> int:
 def _start_embedded(path: Path, *, write: bool, create: bool) -> _Embedded:
     kind, marker = layout.state(path)
     if kind in ("absent", "empty") and not (write and create):
-        raise ConfigError([f"{path}: no history store there; expected the directory that "
-                           "`benchflow history ingest` (or `snakemake results/history.html`)"
-                           " made, or --store/--url"])
+        raise NoStore(path)
     made_dir = kind == "absent"
     if made_dir:
         try:

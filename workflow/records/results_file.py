@@ -13,8 +13,9 @@ Two formats are appended to, each in its own format:
 Appending is safe against concurrent writers (several `benchflow run -o same.json` at
 once) and never damages what is there:
 
-- writers serialize on a lock (filelock) of a side file `OUT.json.lock` (not OUT.json
-  itself: it is replaced on every write, and a lock on a replaced inode protects nothing);
+- writers serialize on a lock (flock) of a side file `OUT.json.lock` (not OUT.json
+  itself: it is replaced on every write, and a lock on a replaced inode protects
+  nothing), removed when the last writer is done (storage.side_lock);
 - the new content is written by storage.write_text: a temporary file in the same
   directory, flushed to disk, then os.replace()d over OUT.json, so a reader or a crash
   sees the old or the new file whole, and OUT.json keeps its mode;
@@ -40,12 +41,10 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from filelock import FileLock
-
 from workflow.errors import ConfigError
 from workflow.files import read_bytes, write_target
 from workflow.records.case import SCHEMA_VERSION
-from workflow.records.storage import MAX_JSON_BYTES, write_json, write_text
+from workflow.records.storage import MAX_JSON_BYTES, side_lock, write_json, write_text
 from workflow.stats.enums import Status
 
 KIND = "benchflow-results"
@@ -231,7 +230,7 @@ def append_records(path: str | Path, records: list[dict], *,
         raise ResultsFileError(f"{exc.problems[0]}; not appending") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(path.with_name(path.name + ".lock")):
+        with side_lock(path.with_name(path.name + ".lock")):
             # Read inside the lock: another writer's records, appended since, are kept.
             doc = read_results(path)
             if isinstance(doc, list):

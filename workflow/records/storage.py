@@ -96,6 +96,38 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         raise
 
 
+@contextlib.contextmanager
+def side_lock(path: str | Path) -> Iterator[None]:
+    """Holds an exclusive lock on the side file `path` (flock), which is gone again when
+    it is released: a results file a user named (`benchflow run -o OUT.json`) gets no
+    lasting OUT.json.lock beside it. Removed while still held, so a writer that opened
+    it meanwhile finds, once it has the lock, that the path names another file or none,
+    and opens it afresh: two writers never hold locks on two different files at once."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            now = os.stat(path)
+        except FileNotFoundError:  # removed by the writer before us: try the new one
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
 def write_json(path: str | Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 

@@ -18,7 +18,7 @@ from workflow.regression import drift
 from workflow.regression.explain import explain
 from workflow.render.common import md_text
 from workflow.stats.drift import common_drift
-from workflow.stats.enums import Status, Verdict
+from workflow.stats.enums import Status, Verdict, status_at
 from workflow.stats.verdict import GoldenRef, Settings, time_verdict
 from workflow.suite.defaults import gate_settings
 
@@ -82,7 +82,7 @@ def compare(base: dict, new: dict, settings: Settings | None = None,
             continue
         if not (_measured(b) and _measured(n)):
             which = [name for name, c in (("base", b), ("new", n)) if not _measured(c)]
-            status = "; ".join(f"{name}: {c['status']} at {c.get('stage')}"
+            status = "; ".join(f"{name}: {status_at(c)}"
                                for name, c in (("base", b), ("new", n)) if name in which)
             unmatched.append((cid, status))
             continue

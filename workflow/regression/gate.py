@@ -28,7 +28,7 @@ from workflow.records.storage import write_json
 from workflow.regression import drift, goldens
 from workflow.stats import verdict
 from workflow.stats.drift import Drift
-from workflow.stats.enums import Status, Verdict
+from workflow.stats.enums import Status, Verdict, status_at
 from workflow.suite.defaults import gate_settings, goldens_default
 
 
@@ -295,7 +295,7 @@ def _not_judged(case: dict) -> NotJudged | None:
     if status == Status.FAILED:
         # It has a golden, but nothing the golden holds was measured: a failure the gate
         # cannot weigh, never an ok.
-        return NotJudged(cid, FAILED, f"failed at {case.get('stage')}, nothing to judge "
+        return NotJudged(cid, FAILED, f"{status_at(case)}, nothing to judge "
                                       f"against its golden {g['source']}: {g.get('reason')}")
     return NotJudged(cid, NO_GOLDEN, f"no golden to compare with ({g.get('reason')})")
 

@@ -23,7 +23,7 @@ from workflow.records.provenance_diff import TRANSIENT
 from workflow.records.schemas import schema_problems
 from workflow.records.storage import file_sha256, read_json_file, write_json
 from workflow.stats import summary as stats
-from workflow.stats.enums import Status
+from workflow.stats.enums import Status, status_at
 from workflow.stats.verdict import GoldenRef
 
 KIND = "benchflow-goldens"
@@ -285,7 +285,7 @@ def plan_bless(report: dict, report_path: str, directory: str | Path, *, sku: st
         if cases and not fnmatch.fnmatchcase(case["id"], cases):
             continue
         if not blessable(case):
-            plan.skipped.append((case["id"], f"status {case['status']} at {case['stage']}"))
+            plan.skipped.append((case["id"], f"status {status_at(case)}"))
             continue
         path = str(golden_path(directory, case["sku"]))
         if path not in plan.files:
@@ -327,7 +327,7 @@ def describe(plan: BlessPlan) -> list[str]:
             timed = (f"median {new['median_ms']:.4g} ms (cv {new['cv']:.1%}, "
                      f"{len(new['invocation_medians_ms'])} invocations of {new['runs']} "
                      "run(s))")
-        now = f"{timed}, dispatch {new['dispatch_count']}, {size}"
+        now = f"{timed}, dispatch {_known(new['dispatch_count'])}, {size}"
         if old is None:
             lines.append(f"  + {cid} [{path}]: {now}")
         else:
@@ -341,8 +341,10 @@ def describe(plan: BlessPlan) -> list[str]:
             else:
                 median = f"median {_ms(old['median_ms'])} -> {_ms(new['median_ms'])}"
             lines.append(f"  ~ {cid} [{path}]: {median}, dispatch "
-                         f"{old['dispatch_count']} -> {new['dispatch_count']}, size "
-                         f"{old['binary_bytes']} -> {new['binary_bytes']} B")
+                         f"{_known(old['dispatch_count'])} -> "
+                         f"{_known(new['dispatch_count'])}, size "
+                         f"{_known(old['binary_bytes'], ' B')} -> "
+                         f"{_known(new['binary_bytes'], ' B')}")
         if new["noisy"]:
             lines.append(f"    ! {cid}: noisy (cv {new['cv']:.1%}); bless a quieter run")
     for cid, why in plan.not_pooled:
@@ -363,6 +365,12 @@ def describe(plan: BlessPlan) -> list[str]:
 
 def _ms(value: float | None) -> str:
     return "none" if value is None else f"{value:.4g} ms"
+
+
+def _known(value: int | None, unit: str = "") -> str:
+    """A count or size as bless prints it; n/a where the case has none (a torch case has
+    no IREE dispatches, a failed compile no module), never Python's None."""
+    return "n/a" if value is None else f"{value}{unit}"
 
 
 def write_plan(plan: BlessPlan) -> None:

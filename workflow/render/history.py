@@ -148,13 +148,37 @@ def ranges(indices: list[int]) -> str:
 
 
 def x_ticks(points: list[dict], xs: list[float]) -> list[tuple[str, str]]:
-    """Up to X_TICKS runs along the axis, labelled with their dates."""
+    """Up to X_TICKS runs along the axis, labelled with when they ran (tick_labels)."""
     n = len(points)
     stride = max(1, math.ceil((n - 1) / (X_TICKS - 1)))
     picks = [*range(0, n - 1, stride), n - 1]
     if len(picks) > 2 and picks[-1] - picks[-2] <= stride / 2:
         del picks[-2]  # the last run's date, not squeezed against the one before
-    return [(at(xs[i]), points[i]["time"][:10]) for i in picks]
+    labels = tick_labels([points[i]["time"] for i in picks], picks)
+    return [(at(xs[i]), label) for i, label in zip(picks, labels, strict=True)]
+
+
+def tick_labels(times: list[str], picks: list[int]) -> list[str]:
+    """The ticks' labels, as short as tells them apart: the date where each tick has a
+    day of its own (a nightly series); else the time of day (HH:MM, HH:MM:SS where the
+    minutes repeat), the date before it where the day changes and on the first tick
+    (runs of one afternoon would otherwise all read the same date); runs in one second:
+    their numbers."""
+    when = []
+    for text in times:
+        try:
+            when.append(datetime.fromisoformat(text))
+        except (TypeError, ValueError):  # not a time history/query wrote: shown as it is
+            return [str(t)[:16] for t in times]
+    dates = [w.strftime("%Y-%m-%d") for w in when]
+    if len(set(dates)) == len(dates):
+        return dates
+    for fmt in ("%H:%M", "%H:%M:%S"):
+        clocks = [w.strftime(fmt) for w in when]
+        if len(set(zip(dates, clocks, strict=True))) == len(when):
+            return [clock if k and dates[k - 1] == dates[k] else f"{dates[k]} {clock}"
+                    for k, clock in enumerate(clocks)]
+    return [f"run {i + 1}" for i in picks]
 
 
 def cp_label(cp: dict, point: dict) -> str:

@@ -12,7 +12,7 @@ import zlib
 from workflow.records.kernels import others_name
 from workflow.render import brief, history, plots, templating
 from workflow.render import common as c
-from workflow.stats.enums import Status
+from workflow.stats.enums import Status, status_at
 
 # (header, kind, cell function); kind "num" sorts numerically on the cell's data-v.
 Col = tuple[str, str, object]
@@ -125,7 +125,7 @@ def attention(cases: list[dict]) -> list[tuple[str, str]]:
         if c.regressions(x):
             why = c.regression_text(x)
         elif x["status"] == Status.FAILED:
-            why = f"failed at {x.get('stage')}: {c.error_summary(x.get('error'))}"
+            why = f"{status_at(x)}: {c.error_summary(x.get('error'))}"
         elif c.status(x) == c.DEGRADED:
             why = "; ".join(c.degraded_reasons(x))
         else:

@@ -12,7 +12,7 @@ from string import Template
 from workflow.render import brief
 from workflow.render import common as c
 from workflow.render.text import printable
-from workflow.stats.enums import Status
+from workflow.stats.enums import Status, status_at
 
 COLUMNS = (
     ("Model", "the registered model (`benchflow list`)."),
@@ -69,6 +69,9 @@ COLUMNS = (
                 "report.json's `speedup.basis` and report.csv), so drift and outside load "
                 "between the two are in it; *paired*: the two sides measured interleaved "
                 "in one A/B job, with the 95% interval of the speedup."),
+    ("Speedup vs baseline", "baseline ms / this recipe's ms on the same SKU, backend and "
+                            "workload (torchao's speedup of a quantization recipe): above 1 "
+                            "the recipe is faster; cross-run or paired as Speedup."),
     ("Accuracy (PCC)", "Pearson correlation of the outputs with the fp32 eager reference "
                        "(1 is identical)."),
 )
@@ -116,7 +119,8 @@ def coverage_row(case: dict, index: c.Index) -> list[str]:
             case["backend"], case["recipe"], case["mode"], case["sku"], status_cell(case),
             c.verdict_text(case) + mde_text(case), ops, c.fmt(comp.get("dispatch_count")),
             c.fmt(comp.get("seconds"), ".3g"), c.fmt(index.eager_ms(case)), timing,
-            c.cv_text(case), c.speedup_text(case, "vs_eager"), pcc]
+            c.cv_text(case), c.speedup_text(case, "vs_eager"),
+            c.speedup_text(case, "vs_baseline"), pcc]
 
 
 def mde_text(case: dict) -> str:
@@ -135,7 +139,7 @@ def attention(cases: list[dict]) -> str:
         lines = [f"- `{x['id']}`: {cell(c.regression_text(x))}" for x in regressed]
         parts.append(f"### Regressions ({len(regressed)})\n\n" + "\n".join(lines))
     if failed:
-        lines = [f"- `{x['id']}`: failed at {cell(x.get('stage'))}: "
+        lines = [f"- `{x['id']}`: {cell(status_at(x))}: "
                  f"{cell(c.error_summary(x.get('error')))}" for x in failed]
         parts.append(f"### Failures ({len(failed)})\n\n" + "\n".join(lines))
     if degraded:

@@ -178,9 +178,16 @@ def summary_lines(event: dict) -> list[str]:
     """The summary block, for a reader: regressions and failures first."""
     counts = ", ".join(f"{n} {s}" for s, n in event["by_status"].items() if n)
     verdicts = ", ".join(f"{n} {v}" for v, n in event["by_verdict"].items())
+    ab_bad = [a for a in event["ab"] if a["verdict"] in (ABVerdict.REGRESSION, ABVerdict.FAILED)]
+    head = "finished" if event["success"] else "FAILED"
+    # A run of A/B pairs only (`benchflow ab`) measured rows, not cases: `0 cases` would
+    # read as nothing measured.
+    ab_only = event["ab"] and not event["cases"]
+    rows = (f"{len(event['ab'])} A/B row{'' if len(event['ab']) == 1 else 's'}, "
+            f"{len(ab_bad)} regressed or failed")
     lines = ["", "── benchflow summary " + "─" * 40,
-             f"{'finished' if event['success'] else 'FAILED'}: {event['cases']} cases"
-             + (f": {counts}" if counts else "")]
+             f"{head}: {rows}" if ab_only else
+             f"{head}: {event['cases']} cases" + (f": {counts}" if counts else "")]
     if event["cases"]:
         lines.append(f"golden verdicts: {verdicts}")
     if event["attention"]:
@@ -189,9 +196,9 @@ def summary_lines(event: dict) -> list[str]:
         lines += [f"  {a['status']:<12} {a['id']}  — {a['reason']}" for a in event["attention"]]
     if event["noisy"]:
         lines.append(f"noisy ({len(event['noisy'])}): " + ", ".join(event["noisy"]))
-    ab_bad = [a for a in event["ab"] if a["verdict"] in (ABVerdict.REGRESSION, ABVerdict.FAILED)]
     if event["ab"]:
-        lines.append(f"A/B: {len(event['ab'])} rows, {len(ab_bad)} regressed or failed")
+        if not ab_only:
+            lines.append(f"A/B: {len(event['ab'])} rows, {len(ab_bad)} regressed or failed")
         lines += ["  " + ab_text(a) for a in ab_bad]
     for job in event["failed_jobs"]:
         logs = ", ".join(job["log"]) or "no log file"

@@ -43,20 +43,22 @@ class GateResult:
 def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bool,
                  allow_inconclusive: bool, remeasure_budget_s: float,
                  settings, accept_config: tuple[str, ...] = (), unpaired: bool = False,
-                 gate_on_machine: bool = False) -> GateResult:
+                 gate_on_machine: bool = False, goldens_from: str = "--goldens") -> GateResult:
     """`benchflow check`'s judgement of a report; settings: stats.verdict.Settings;
     accept_config: measurement configuration keys a case may differ from its golden in
-    (records/measurement_config.KEYS). Each case is first decided by what changed since
-    its golden (stages/baselines/pair.py: unchanged, paired within remeasure_budget_s,
-    or unpaired), unless `unpaired` (every case judged from the numbers, as before);
-    `gate_on_machine`: an unchanged case's drift is judged as measured."""
+    (records/measurement_config.KEYS); goldens_from: what named `goldens`, for its
+    problems (--goldens, or a suite's goldens.dir). Each case is first decided by what
+    changed since its golden (stages/baselines/pair.py: unchanged, paired within
+    remeasure_budget_s, or unpaired), unless `unpaired` (every case judged from the
+    numbers, as before); `gate_on_machine`: an unchanged case's drift is judged as
+    measured."""
     from workflow.stages.baselines import pair
     from workflow.stages.remeasure import remeasure_inconclusive
 
     report = read_report(report_path)
     gate_config = {**asdict(settings), "accept_config": list(accept_config)}
     if goldens:
-        problems = gate.goldens_dir_problems(report, goldens, "--goldens", strict=True)
+        problems = gate.goldens_dir_problems(report, goldens, goldens_from, strict=True)
         if problems:
             raise ConfigError(problems)
         report = gate.rejudge(report, goldens, gate_config)

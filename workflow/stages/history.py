@@ -18,7 +18,7 @@ from workflow.history import ingest as ingesting
 from workflow.history import query
 from workflow.history.importers import read_runs
 from workflow.history.runs import fill_meta
-from workflow.history.store import open_store, without_password
+from workflow.history.store import NoStore, open_store, without_password
 from workflow.records.storage import write_json, write_text
 from workflow.regression.gate import UNJUDGED
 from workflow.render import history as page
@@ -45,9 +45,7 @@ def store_of(config: dict, *, store: Path | None = None, url: str | None = None,
         return open_store(url=url or config["url"])
     path = Path(store if store is not None else config["path"])
     if not create and not path.is_dir():
-        raise ConfigError([f"{path}: no history store there; expected the directory that "
-                           "`benchflow history ingest` (or `snakemake results/history.html`) "
-                           "made, or --store/--url"])
+        raise NoStore(path)
     return open_store(path=path, write=write or create, create=create)
 
 

@@ -55,6 +55,15 @@ def load_suite(cli_configfiles, cli_overrides) -> Suite:
     raise Refused("invalid suite", problems)
 
 
+def command_suite(cli_configfiles, cli_overrides) -> Suite:
+    """load_suite's suite for a command (`benchflow list`, `benchmarks`), which prints
+    problems as every other command does: the same problems, as a ConfigError."""
+    try:
+        return load_suite([str(f) for f in cli_configfiles or []], cli_overrides)
+    except Refused as refusal:
+        raise ConfigError(refusal.problems) from None
+
+
 def override_text(key: str, value) -> str:
     """An override as it can be written on the command line: Snakemake parses a --config
     value as YAML, and JSON is such YAML."""

@@ -111,14 +111,22 @@ def check_quality(vmfb: str, modules: list[str], spec: dict, extra: list[str],
     return {"device": spec["device"]}
 
 
-def select_files(configfile: list[str] | None, override: dict):
+def select_files(configfile: list[str] | None, override: dict, config: dict | None = None):
     """(the suite, the benchmark files it selects: benchfile.select's Selection), with
+    `config` (--config KEY=VALUE, as a run takes it) over the suite's files and
     `override` (`benchflow benchmarks`' options, run_benchmarks.py's) over the suite's
-    benchmark_files settings."""
+    benchmark_files settings. Bad settings: a ConfigError, an override's problem naming
+    the override (stages/plan.load_suite)."""
     from workflow.benchfile.select import attach
+    from workflow.stages.plan import command_suite
     from workflow.suite.load import load
+    from workflow.suite.schema import deep_merge
 
-    suite = load(configfile, {"benchmark_files": override} if override else None)
+    suite = command_suite(configfile, config or {})
+    if override:
+        # The options on top, loaded apart: a problem they bring is not the --config's
+        # (command_suite names an override's problem by its --config).
+        suite = load(configfile, deep_merge(config or {}, {"benchmark_files": override}))
     return suite, attach(suite)
 
 

@@ -145,8 +145,10 @@ def _workload(opts, spec) -> dict:
     workload: dict = {"model": spec.name, "dtypes": [opts.dtype]}
     if opts.config:
         workload["configs"] = [opts.config]
-    if opts.shape:
-        workload["shapes"] = [opts.shape]
+    # The shape always, the model's default when --shape is not given: a suite that
+    # lists its shapes (as the default suite does) names its cases with them, and a
+    # case named without one would match none of their goldens or histories.
+    workload["shapes"] = [opts.shape or list(spec.default_shape)]
     if opts.layers and own_layers(spec, opts.config or spec.default_config, opts.layers):
         # The config's own depth is the plain case: the same suite, so nothing reruns.
         workload["layers"] = opts.layers

@@ -35,3 +35,11 @@ Verdict = _enum("Verdict", _CASE["golden"]["properties"]["verdict"]["enum"])
 # no-difference | inconclusive (stats/paired.py) | failed (a side did not compile or run).
 ABVerdict = _enum("ABVerdict",
                   load("ab")["properties"]["pairs"]["items"]["properties"]["verdict"]["enum"])
+
+
+def status_at(case: dict) -> str:
+    """A case's status and the stage it ended at, as messages say it: `failed at compile`,
+    or the status alone where no stage is recorded (a compile-only or skipped case ends at
+    none): never `at None`."""
+    stage = case.get("stage")
+    return f"{case.get('status')} at {stage}" if stage else str(case.get("status"))

@@ -75,6 +75,18 @@ def _schedule(first: int, max_rounds: int, growth: float) -> tuple[int, ...]:
     return (*looks, max_rounds)
 
 
+class TooFewRounds(ValueError):
+    """max_rounds below the fewest rounds whose first look has an interval at its level
+    (alpha split over the schedule's looks): `needed`, so that a caller names its own
+    key (max_invocations, ab.max_rounds) and the value to set."""
+
+    def __init__(self, max_rounds: int, needed: int, alpha: float):
+        self.max_rounds, self.needed, self.alpha = max_rounds, needed, alpha
+        super().__init__(f"{max_rounds} rounds are too few for a {100 * (1 - alpha):g} % "
+                         f"interval (alpha {alpha:g} split over the looks of the schedule); "
+                         f"at least {needed} are needed")
+
+
 @dataclass(frozen=True)
 class Plan:
     """A fixed schedule of looks and the alpha each spends (module doc).
@@ -104,9 +116,7 @@ class Plan:
         first = max(2, int(self.min_rounds))
         while True:
             if first > self.max_rounds:
-                raise ValueError(
-                    f"max_rounds {self.max_rounds} is too few for an interval at level "
-                    f"1 - {self.alpha:g} / looks: at least {first} rounds are needed")
+                raise TooFewRounds(self.max_rounds, first, self.alpha)
             looks = _schedule(first, self.max_rounds, self.growth)
             need = min_rounds_for(self.alpha / len(looks))
             if first >= need:

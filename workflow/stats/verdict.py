@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from workflow.stats import drift as common
-from workflow.stats.enums import Status, Verdict
+from workflow.stats.enums import Status, Verdict, status_at
 
 MANN_WHITNEY = "mann-whitney-exact"
 RUN_LEVEL = "run-level-prediction-t"
@@ -324,7 +324,7 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings,
         has = golden.median_ms is not None
         out.update(verdict=Verdict.REGRESSION if has else Verdict.NO_GOLDEN, ratio=None,
                    p_value=None,
-                   reason=f"case {case.get('status')} at {case.get('stage')}: "
+                   reason=f"case {status_at(case)}: "
                           f"{'the golden has a time' if has else 'no golden time'}")
         return out
     tv = time_verdict(timing["invocation_medians_ms"], bool(timing.get("noisy")), golden,

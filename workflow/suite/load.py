@@ -22,6 +22,7 @@ from workflow.measure.plans import ab_plan, invocation_plan
 from workflow.models.registry import all_models
 from workflow.paths import MAX_ID
 from workflow.records.schemas import did_you_mean
+from workflow.stats.sequential import TooFewRounds
 from workflow.suite import shapes as shape_generators
 from workflow.suite.overrides import yaml_scalars
 from workflow.suite.schema import read_yaml, validate_suite
@@ -417,14 +418,27 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
         if m["max_invocations"] > m["invocations"]:
             try:
                 invocation_plan(m)
+            except TooFewRounds as exc:
+                m_problems.append(
+                    f"{source}: skus.{name}.measurement.max_invocations: "
+                    f"{exc.max_rounds} invocations are too few for a "
+                    f"{100 * (1 - exc.alpha):g} % interval (alpha {exc.alpha:g}, split over "
+                    "the looks of the adaptive schedule); expected max_invocations: "
+                    f"{exc.needed} or more, or max_invocations equal to invocations "
+                    f"({m['invocations']}) for a fixed count")
             except ValueError as exc:
-                m_problems.append(f"{source}: skus.{name}.measurement.max_invocations: {exc}")
+                m_problems.append(f"{source}: skus.{name}.measurement: {exc}")
     ab = suite.config["ab"]
     if suite.has_ab:
         try:
             ab_plan(ab)
+        except TooFewRounds as exc:
+            m_problems.append(f"{source}: ab.max_rounds: {exc.max_rounds} rounds are too few "
+                              f"for a {100 * (1 - exc.alpha):g} % interval (alpha "
+                              f"{exc.alpha:g}, split over the looks of the schedule); "
+                              f"expected ab.max_rounds: {exc.needed} or more")
         except ValueError as exc:
-            m_problems.append(f"{source}: ab.max_rounds: {exc}")
+            m_problems.append(f"{source}: ab: {exc}")
     return problems + m_problems
 
 

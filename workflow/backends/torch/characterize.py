@@ -15,6 +15,7 @@ from workflow.backends.torch.prepared import (
     numpy_outputs,
     probe_device,
     sync,
+    training_loss,
 )
 from workflow.backends.torch.recipes import (
     Device,
@@ -143,13 +144,35 @@ def characterized(case: dict, backend: dict, plan: dict,
 
 def _reference_outputs(w: dict) -> tuple[list, float | None]:
     """The fp32 eager module's outputs that the case's accuracy is measured against, and
-    its FLOPs per call: the model's own figure, else counted in this call (models/flops)."""
+    the FLOPs of the case's timed call: a forward's (the model's own figure, else counted
+    in this call: models/flops), or a training case's whole step (step_flops)."""
     import torch
 
     ref = get_model(w["model"]).build(w["config"], "f32", w["layers"], w["shape"])
     with torch.no_grad():
         outputs, flops = counted_forward(ref.module, ref.inputs, ref.flops)
-        return numpy_outputs(outputs), flops
+        outputs = numpy_outputs(outputs)
+    if w["mode"] == "training":
+        flops = step_flops(ref.module, ref.inputs)
+    return outputs, flops
+
+
+def step_flops(module, inputs: tuple) -> float | None:
+    """The FLOPs of one training step (the timed call of a training case, as
+    Prepared.train_step makes it): torch's count of its forward and backward
+    (torch.utils.flop_counter, 2 per multiply-add; the optimizer's elementwise update
+    and the loss are not counted). The backward computes each layer's weight gradient
+    and, below the first layer, its input's, each a product the size of the forward's:
+    about 3 times the forward's FLOPs for a deep model, 2 for one layer. A step's
+    time over the forward's FLOPs alone would read 2 to 3 times too low."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    module.train()
+    counter = FlopCounterMode(display=False)
+    with counter:
+        training_loss(module(*inputs)).backward()
+    module.zero_grad(set_to_none=True)
+    return float(counter.get_total_flops()) or None
 
 
 def _reset_peak_memory(device: Device) -> None:

@@ -92,7 +92,7 @@ class Prepared:
         """One training iteration with each phase timed on its own (ms)."""
         t0 = time.perf_counter()
         out = self.callable(*self.inputs)
-        loss = _first_tensor(out).float().square().mean()
+        loss = training_loss(out)
         sync(self.device)
         t1 = time.perf_counter()
         loss.backward()
@@ -107,6 +107,12 @@ class Prepared:
 
     def call(self):
         return self.train_step() if self.mode == "training" else self.forward()
+
+
+def training_loss(out):
+    """A training step's loss: the mean square of the first output (no labels: what is
+    measured is the step's work, not learning)."""
+    return _first_tensor(out).float().square().mean()
 
 
 def _first_tensor(out):
