@@ -36,6 +36,9 @@ UNCHANGED, PAIRED, UNPAIRED = "unchanged", "paired", "unpaired"
 # A pair given fewer seconds than this cannot finish its first look (8 rounds of two
 # fresh invocations, or two torch workers' start and blocks): left unpaired, saying so.
 MIN_PAIR_S = 10.0
+# A pair's rounds and seconds against the suite's `ab` (as a bisection scales a step it
+# measures again): at the default plan, 768 rounds and 480 s at most, the budget first.
+PAIR_SCALE = 4
 AB_VERDICTS = {ABVerdict.REGRESSION: Verdict.REGRESSION,
                ABVerdict.IMPROVEMENT: Verdict.IMPROVEMENT,
                ABVerdict.NO_DIFFERENCE: Verdict.PASS,
@@ -175,9 +178,11 @@ def _paired(case: dict, row: dict, seconds: float) -> tuple[dict, Decided]:
     within = ""
     if verdict == Verdict.INCONCLUSIVE and tol and ci[0] and 1 / tol <= ci[0] \
             and ci[1] <= tol:
-        # The 1 % margin not reached, but the whole interval inside the golden's own
-        # tolerance: by the gate's rule no regression is possible.
-        verdict, within = Verdict.PASS, f"; inside the tolerance x{tol:g}"
+        # The margin not reached, but the whole interval inside the golden's own
+        # tolerance: no regression the gate's tolerance would call one is possible.
+        verdict, within = Verdict.PASS, (f"; the {row.get('margin', 0):.0%} margin not "
+                                         f"reached, the interval inside the tolerance "
+                                         f"x{tol:g}")
     attribution = row.get("attribution") or {}
     reason = (f"paired with its blessed baseline: x{row['ratio']:.3f} "
               f"[{ci[0]:.3f}, {ci[1]:.3f}] over {row['rounds']} interleaved rounds "
@@ -196,8 +201,13 @@ def _paired(case: dict, row: dict, seconds: float) -> tuple[dict, Decided]:
 
 
 def _ab(suite, seconds: float) -> dict:
+    """The suite's `ab` settings for a pair of `check`: PAIR_SCALE times its rounds and
+    seconds, within the case's share of the budget. A golden's pair is asked a finer
+    question than the suite's own pairs (a few percent, where runs drift more), and the
+    budget, not the round count, is what a user sets for it."""
     ab = dict(suite.config["ab"])
-    ab["budget_s"] = max(1.0, min(ab["budget_s"], seconds - MIN_PAIR_S / 2))
+    ab["max_rounds"] *= PAIR_SCALE
+    ab["budget_s"] = max(1.0, min(ab["budget_s"] * PAIR_SCALE, seconds - MIN_PAIR_S / 2))
     return ab
 
 
