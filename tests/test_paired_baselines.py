@@ -69,8 +69,10 @@ def suite() -> dict:
             "workloads": [{"model": "widening", "shapes": [[64, 256]]},
                           {"model": "scaling", "shapes": [[32, 64]]}],
             "model_modules": ["models/widening.py", "models/scaling.py"],
-            # Short torch blocks, one pair of workers: a x4 change decides in 8 rounds.
-            "ab": {"margin": 0.05, "max_rounds": 64, "budget_s": 40, "torch_block_s": 0.05,
+            # Short torch blocks, one pair of workers: a x4 change decides in 8 rounds;
+            # check's pairs take four times these rounds and seconds (pair.PAIR_SCALE),
+            # what bounds the renamed torch model's A/A pair.
+            "ab": {"margin": 0.05, "max_rounds": 32, "budget_s": 8, "torch_block_s": 0.05,
                    "torch_worker_rounds": 16}}
 
 
@@ -223,7 +225,7 @@ def test_changed_cases_are_decided_by_pairs_with_their_blessed_baselines(blessed
     write_models(wd, width=2048, name="renamed")
     snakemake(wd, "results/report.json", "--configfile", str(wd / "suite.yaml"))
     code, out = check(capsys, "--report", str(report), "--goldens", str(wd / "goldens"),
-                      "--remeasure-budget", "240")
+                      "--remeasure-budget", "150")
     assert code == 1, out
     for cid in (IREE_WIDE, EAGER_WIDE):
         assert f"PAIRED {cid}: regression: paired with its blessed baseline" in out, out
@@ -262,3 +264,33 @@ def test_a_damaged_artifact_is_refused_not_measured(tmp_path):
         artifacts.put(tmp_path / "other", src, digest)
     with pytest.raises(artifacts.Missing, match="not in the artifact store"):
         artifacts.get(tmp_path / "none", digest)
+
+
+def test_a_changed_runtime_release_times_the_baseline_on_its_own(monkeypatch, tmp_path):
+    """The blessed module runs on the runtime release it was blessed on (a package
+    environment), today's on today's; a release that cannot be installed here leaves the
+    case unpaired, naming both releases."""
+    from types import SimpleNamespace
+
+    from workflow.backends import packages
+    from workflow.errors import ConfigError
+    from workflow.stages.baselines import pair
+
+    sku = {"iree": {"device": "local-sync"}, "measurement": {}}
+    asked = []
+
+    def environment(package, version, cache):
+        asked.append((package, version))
+        if version == "3.9.0":
+            raise ConfigError([f"{package}=={version}: pip: no matching distribution"])
+        return SimpleNamespace(tools={"iree-benchmark-module": tmp_path / "old" / "bm"})
+
+    monkeypatch.setattr(packages, "environment", environment)
+    assert pair._runtime_sku(sku, "3.13.0", "3.13.0") is sku and not asked
+    moved = pair._runtime_sku(sku, "3.12.0", "3.13.0")
+    assert moved["iree"]["benchmark_tool"] == str(tmp_path / "old" / "bm")
+    assert sku["iree"] == {"device": "local-sync"}  # today's settings untouched
+    with pytest.raises(pair.NotKept, match=r"runtime release changed \(3\.9\.0 -> 3\.13\.0\)"
+                                           r" and the blessed one cannot be installed"):
+        pair._runtime_sku(sku, "3.9.0", "3.13.0")
+    assert asked == [("iree-base-runtime", "3.12.0"), ("iree-base-runtime", "3.9.0")]
