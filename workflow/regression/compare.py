@@ -168,7 +168,8 @@ def paired_change(b: dict, n: dict, tolerance: float) -> dict | None:
         pn = (((n.get("speedup") or {}).get("basis") or {}).get(which) or {})
         if not (pb.get("kind") == pn.get("kind") == PAIRED and pb.get("ab_row")
                 and pb.get("ab_row") == pn.get("ab_row") and pb.get("ci95")
-                and pn.get("ci95") and pb.get("ratio") and pn.get("ratio")):
+                and pn.get("ci95") and pb.get("ratio") and pn.get("ratio")
+                and min(pb["ci95"] + pn["ci95"]) > 0):
             continue
         centre = math.log(pb["ratio"] / pn["ratio"])
         half = math.hypot(*(math.log(p["ci95"][1] / p["ci95"][0]) / 2 for p in (pb, pn)))

@@ -366,7 +366,7 @@ def load_reach(timing: dict, drift: common.Drift | None, levelled: bool
         clean = [v for v, s in zip(values, shares, strict=True)
                  if s is not None and s <= threshold]
         bad += [v for v in d.get("retaken_ms") or [] if v and v > 0]
-        if bad and clean:
+        if bad and clean and statistics.median(clean) > 0 and statistics.median(bad) > 0:
             own = statistics.median(bad) / statistics.median(clean)
             found.append(max(own, 1 / own))
             said.append(f"its {len(bad)} disturbed invocation(s) x{own:.3f} of its "
