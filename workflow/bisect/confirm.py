@@ -16,9 +16,10 @@ what `benchflow ab --base a --new b` does for the alert's case alone
   so the history's step was the machine's: **refuted**, nothing measured;
 - otherwise the interleaved, paired A/B of the two revisions' modules (IREE:
   bisect/measure.measure_pair; torch: stages/ab_torch.compare_torch_pair), with the
-  suite's `ab` stopping rule: the alert's direction found is **confirmed**, no
-  difference (or the other direction) **refuted**, an undecided or failed pair
-  **could not confirm**, with why.
+  suite's `ab` stopping rule (an undecided IREE pair measured once more with twice the
+  rounds and seconds, as a bisection's step is): the alert's direction found is
+  **confirmed**, no difference (or the other direction) **refuted**, a pair still
+  undecided, or failed, **could not confirm**, with why.
 
 A confirmed IREE regression is then, with `bisect`, bisected between the two commits
 (bisect/run.run: the search, skips by content, the final pair's attribution), the
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from workflow.bisect import revisions as git
 from workflow.bisect import suite_ab
+from workflow.bisect.history import now
 from workflow.errors import ConfigError
 from workflow.history import detect as detection
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
@@ -167,11 +169,38 @@ def confirm(alert: dict, *, repo: Path, suite: Path, cache: Path, bisect: bool,
         return {**out, "why": " ".join(exc.problems)}
     note = (f" (run(s) {', '.join(dirty)} measured uncommitted changes on top of their "
             "commit, measured here as committed)" if dirty else "")
+    _retry_inconclusive(doc, alert["case_id"], revs, cache, say)
     found = _finding(doc, alert, revs)
     out.update(found, why=found["why"] + note)
     if out["status"] == CONFIRMED and alert["kind"] == "regression" and bisect:
         out["bisect"] = _bisected(alert, revs, suite, cache, out["pair"], say)
     return out
+
+
+def _retry_inconclusive(doc: dict, cid: str, revs: suite_ab.Revisions, cache: Path,
+                        say: Say) -> None:
+    """An IREE pair the protocol could not decide measured once more with RETRY_SCALE
+    times the rounds and seconds, as a bisection's step is (bisect/search.py), its row
+    then in doc's place: undecided after that, it is said, never guessed. The sides'
+    builds are the ones compare made (kept by their content key)."""
+    from workflow.bisect.measure import measure_pair
+    from workflow.bisect.search import RETRY_SCALE
+
+    at = next((i for i, r in enumerate(doc["pairs"]) if r.get("case") == cid), None)
+    if at is None or doc["pairs"][at]["verdict"] != ABVerdict.INCONCLUSIVE \
+            or doc["pairs"][at].get("kind") != "iree":
+        return
+    say(f"  inconclusive in {doc['pairs'][at].get('rounds')} rounds: measuring again with "
+        f"x{RETRY_SCALE} the rounds and seconds ...")
+    built = {sha: suite_ab._built(revs, sha, [cid], cache)[cid]
+             for sha in (revs.base, revs.new)}
+    measured_at = now()
+    step = measure_pair((revs.base, revs.new), (built[revs.base], built[revs.new]),
+                        scale=RETRY_SCALE, log=str(cache / "logs" / "ab.log"))
+    step.row["measured_at"] = measured_at
+    say(f"  {step.verdict}" + (f" x{step.ratio:.3f}" if step.ratio else "")
+        + f" in {step.rounds} rounds")
+    doc["pairs"][at] = {**step.row, "case": cid, "retried": True}
 
 
 def _exact(case_id: str) -> str:
