@@ -322,17 +322,11 @@ def run_detect(args: argparse.Namespace) -> int:
     return EXIT_CODES[outcome]
 
 
-def run_confirm(args: argparse.Namespace) -> int:
-    from workflow.bisect import confirm
-    from workflow.bisect.history import NAMED, store_settings
-    from workflow.cli.bisect import default_cache
+def _check_confirm(args: argparse.Namespace) -> None:
+    """confirm's options checked before the store is opened (ConfigError: exit 2)."""
     from workflow.errors import ConfigError
     from workflow.files import file_problem
-    from workflow.history import query, sql
-    from workflow.records.storage import WriteError, write_json, write_text
-    from workflow.render import alerts as listing
-    from workflow.stages import history
-    from workflow.suite.defaults import history_settings
+    from workflow.history import sql
 
     if args.configfile is None:
         raise ConfigError(["history confirm: --configfile: missing; expected the suite file "
@@ -347,6 +341,20 @@ def run_confirm(args: argparse.Namespace) -> int:
     if args.since is not None and args.run is not None:
         raise ConfigError(["history confirm: --since and --run: given both; expected one "
                            "(--run confirms one run, --since the change points after it)"])
+
+
+def run_confirm(args: argparse.Namespace) -> int:
+    from workflow.bisect import confirm
+    from workflow.bisect.history import NAMED, store_settings
+    from workflow.cli.bisect import default_cache
+    from workflow.errors import ConfigError
+    from workflow.history import query
+    from workflow.records.storage import WriteError, write_json, write_text
+    from workflow.render import alerts as listing
+    from workflow.stages import history
+    from workflow.suite.defaults import history_settings
+
+    _check_confirm(args)
     # The suite's history section alone: loading the suite would import its model
     # modules into this process, which the commits' trees each import in their own.
     config = {k: v for k, v in store_settings(args.configfile).items() if k != NAMED}

@@ -49,7 +49,7 @@ def _bisect_lines(found: dict) -> list[str]:
     if not b.get("first_bad"):
         return [f"  bisected: {b['summary']}"]
     out = [f"  first bad commit: {b['first_bad']} ({paired(b.get('final'))}; "
-           f"{b['measured']} pair(s) measured)"]
+           f"{b['measured']} pair(s) in its search, the confirming one among them)"]
     if b.get("dispatch"):
         out.append(f"  its dispatch: {b['dispatch']}")
     if b.get("what_changed"):
