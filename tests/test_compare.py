@@ -89,7 +89,8 @@ def test_json_has_every_row_field():
     out = to_json(compare(base, base))
     (row,) = out["sections"]["Similar"]
     assert set(row) == {"id", "base_ms", "new_ms", "ratio", "p_value", "section", "note",
-                        "change", "attribution", "why", "changed", "what_changed"}
+                        "change", "attribution", "why", "changed", "what_changed", "basis",
+                        "pair"}
     assert row["ratio"] == 1.0 and out["geomean_ratio"] == 1.0
     # A Similar row whose dispatch set did not change carries no explanation.
     assert row["attribution"] is None and not row["why"] and not row["changed"]
@@ -109,3 +110,56 @@ def test_a_case_without_a_stage_is_named_by_its_status_alone():
     golden = judge(only, GoldenRef(median_ms=1.0, source="g/gpu.json"),
                    gate_settings())
     assert golden["reason"] == "case compile-only: the golden has a time"
+
+
+def paired_basis(speedup: float, ci: tuple[float, float], row="baseline -> int8wo on w"):
+    return {"vs_baseline": {"kind": "paired", "ratio": speedup, "ci95": list(ci),
+                            "level": 0.95, "ab_row": row, "base_id": "s/torch/w/baseline",
+                            "rounds": 20, "verdict": "no-difference"}}
+
+
+def test_two_runs_are_labelled_cross_run_and_a_pair_in_both_decides(capsys, tmp_path):
+    """Unchanged code whose second run sat x1.6 slower as a whole: by the medians a
+    regression (p=0.004), but both runs measured the case against its baseline in
+    A/B pairs, and the pairs agree: Similar, decided by the pairs. A case the pairs
+    show 1.3x slower relative to its partner is Regressed by them. Without pairs the
+    verdict stays the medians', labelled cross-run in the header and the JSON."""
+    cid, moved = "s/torch/w/int8wo", "s/torch/v/int8wo"
+    base = make_report(
+        make_case(cid, BASE, speedup={"vs_baseline": 2.0,
+                                      "basis": paired_basis(2.0, (1.96, 2.04))}),
+        make_case(moved, BASE, speedup={"vs_baseline": 2.0, "basis": paired_basis(
+            2.0, (1.96, 2.04), "baseline -> int8wo on v")}),
+        make_case("s/torch/u/int8wo", BASE), sha="a1")
+    new = make_report(
+        make_case(cid, scaled(1.6), speedup={"vs_baseline": 2.01,
+                                             "basis": paired_basis(2.01, (1.97, 2.05))}),
+        make_case(moved, scaled(1.6), speedup={"vs_baseline": 2.0 / 1.3, "basis": paired_basis(
+            2.0 / 1.3, (1.51, 1.57), "baseline -> int8wo on v")}),
+        make_case("s/torch/u/int8wo", scaled(1.6)), sha="b2")
+    result = compare(base, new)
+    rows = {r.id: r for rows in result["sections"].values() for r in rows}
+    assert result["basis"] == "cross-run" and result["paired_rows"] == 2
+    assert rows[cid].section == "Similar" and rows[cid].basis == "paired"
+    assert rows[cid].pair["ratio"] == pytest.approx(2.0 / 2.01)
+    lo, hi = rows[cid].pair["ci95"]
+    assert lo < 1 < hi
+    assert rows[moved].section == "Regressed" and rows[moved].ratio == pytest.approx(1.3)
+    assert rows["s/torch/u/int8wo"].section == "Regressed"
+    assert rows["s/torch/u/int8wo"].basis == "cross-run"
+    md = to_markdown(result)
+    assert "**Cross-run**: base and new are two runs" in md
+    assert "2 row(s) marked *paired*" in md
+    assert f"| `{moved}` | 1.6 ms (vs. 1 ms); +30.0% relative to baseline | paired [" in md
+    b, n = tmp_path / "b.json", tmp_path / "n.json"
+    write_json(b, base)
+    write_json(n, new)
+    assert main(["compare", str(b), str(n), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["basis"] == "cross-run"
+    assert {r["id"]: r["basis"] for r in data["sections"]["Regressed"]} == {
+        moved: "paired", "s/torch/u/int8wo": "cross-run"}
+    # A pair against another partner in one run only decides nothing.
+    other = make_report(make_case(cid, scaled(1.6), speedup={
+        "vs_baseline": 2.0, "basis": paired_basis(2.0, (1.9, 2.1), "fp32 -> int8wo on w")}))
+    assert compare(base, other)["sections"]["Regressed"][0].basis == "cross-run"

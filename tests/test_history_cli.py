@@ -98,9 +98,39 @@ def test_ten_nights_detect_names_the_slow_case_and_the_sixth_run(tmp_path, capsy
     assert SLOW in regressed[0] and cp["run_id"] in regressed[0], regressed
     assert shas[5][:8] in regressed[0], regressed
 
-    # Judged only from the run after the step on: nothing regressed there.
+    # Judged only from the run after the step on: nothing regressed there, and the two
+    # newest runs cannot be judged yet (a change needs 3 runs after it): exit 3, never
+    # the 0 of "ok".
     code, out = history(capsys, "detect", "--store", store, "--since", shas[6][:10])
+    assert code == 3, out
+    assert out.splitlines()[-1].startswith("COULD NOT JUDGE: the newest run ")
+    assert "0 regression(s) and 0 improvement(s) since" in out
+
+
+def test_detect_says_which_newest_runs_it_could_not_judge(tmp_path, capsys, nights):
+    """A change point needs min_side_runs (3) runs after it: the newest two runs are
+    not judged yet, named, and the newest among them makes detect exit 3. A run with the
+    5x slowdown as the newest is no "ok" (it was: `ok: 0 regression(s) ... in 8 series
+    judged`)."""
+    paths, shas = nights
+    store = str(tmp_path / "store")
+    code, out = history(capsys, "ingest", *map(str, paths[:5]), "--store", store)
     assert code == 0, out
+    code, out = history(capsys, "detect", "--store", store, "--format", "json")
+    data = json.loads(out)
+    assert code == 3 and data["outcome"] == "could-not-judge", out
+    newest = data["newest_run"]
+    assert [r["head_sha"] for r in data["pending"]] == shas[3:5]
+    assert data["pending"][-1]["run_id"] == newest and not data["newest_judged"]
+    assert all(e["pending"] == [r["run_id"] for r in data["pending"]]
+               for e in data["series"] if e["judged"])
+    code, out = history(capsys, "detect", "--store", store)
+    (line,) = [x for x in out.splitlines() if x.startswith("NOT JUDGED YET")]
+    assert f"{newest} ({shas[4][:8]}, " in line and "the newest" in line
+    assert "a change point needs 3 runs after it" in line
+    assert out.splitlines()[-1].startswith(f"COULD NOT JUDGE: the newest run {newest} is "
+                                           "not judged yet")
+    assert not any(x.startswith("ok:") for x in out.splitlines())
 
 
 def test_a_report_ingested_twice_adds_nothing(tmp_path, capsys, nights):
@@ -195,9 +225,9 @@ def test_detect_since_after_every_run_judged_nothing(tmp_path, capsys, nights):
     code, out = history(capsys, "detect", "--store", store, "--since", "2099-01-01",
                         "--format", "json")
     assert code == 3 and json.loads(out)["outcome"] == "could-not-judge", out
-    # A --since at the last run still judges it.
+    # A --since at the last run looks at it, and says it cannot judge it yet.
     code, out = history(capsys, "detect", "--store", store, "--since", "2026-10-10")
-    assert code == 0, out
+    assert code == 3 and "COULD NOT JUDGE: the newest run " in out, out
 
 
 def test_a_file_with_some_failed_runs_records_the_rest_and_exits_0(tmp_path, capsys):

@@ -67,8 +67,9 @@ def test_a_configuration_change_is_a_new_series_not_a_change_point(store, capsys
     _, shas = switched
     code, out = history(capsys, "detect", "--store", store, "--format", "json")
     data = json.loads(out)
-    assert code == 0 and data["outcome"] == "passed", out
-    assert data["change_points"] == []
+    # No change point; the newest runs cannot be one yet (history/detect._pending).
+    assert code == 3 and data["outcome"] == "could-not-judge", out
+    assert data["change_points"] == [] and not data["newest_judged"]
     slow = [e for e in data["series"] if e["case_id"] == SLOW]
     assert [(e["series"], e["runs"], e["judged"]) for e in slow] == [
         (f"{SLOW} :: {LATENCY} [{BEFORE}]", 5, True),
@@ -79,11 +80,12 @@ def test_a_configuration_change_is_a_new_series_not_a_change_point(store, capsys
 
     code, out = history(capsys, "detect", "--store", store)
     lines = out.splitlines()
-    assert code == 0 and not any(x.startswith(("REGRESSED", "IMPROVED")) for x in lines), out
+    assert code == 3 and not any(x.startswith(("REGRESSED", "IMPROVED")) for x in lines), out
     (new,) = [x for x in lines if x.startswith(f"NEW CONFIGURATION [{AFTER}]")]
     assert f"from run {slow[1]['new_config']['run_id']} ({shas[5][:8]}, " in new
     assert f"after [{BEFORE}]: " in new and "start anew there" in new
-    assert lines[-1].startswith("ok: 0 regression(s) and 0 improvement(s) in ")
+    assert "0 regression(s) and 0 improvement(s) in " in lines[-1]
+    assert lines[-1].startswith("COULD NOT JUDGE: the newest run ")
 
 
 def test_show_and_the_page_name_each_configuration(store, capsys, tmp_path):
@@ -106,7 +108,7 @@ def test_a_single_configuration_keeps_its_plain_id(tmp_path, capsys, switched):
     history(capsys, "ingest", *map(str, paths[:5]), "--store", where)
     code, out = history(capsys, "detect", "--store", where, "--format", "json")
     data = json.loads(out)
-    assert code == 0 and all(e["config_label"] == "" and e["new_config"] is None
+    assert code == 3 and all(e["config_label"] == "" and e["new_config"] is None
                              for e in data["series"])
     assert f"{SLOW} :: {LATENCY}" in {e["series"] for e in data["series"]}
 

@@ -65,6 +65,13 @@ CASES = [
      "damaged: benchflow-store.json is unreadable"),
     ("history-remove-unknown", "`history remove` of a run id the store does not hold",
      "run 'nope': not in the history; expected a run id"),
+    ("history-confirm-no-suite", "`history confirm` without --configfile",
+     "history confirm: --configfile: missing; expected the suite file that measured the "
+     "runs"),
+    ("history-confirm-unknown-run", "`history confirm --run` of a run id the store does "
+     "not hold", "--run 'nope': no such run in the history (the newest is "),
+    ("history-confirm-run-and-since", "`history confirm` with both --run and --since",
+     "--since and --run: given both; expected one"),
     # Issue 37, family 2: values the v3 table cannot hold, refused before any write.
     ("history-ms-timestamp", "`--timestamp 1764000000123` (milliseconds) for a torchao CSV",
      "--timestamp: 1764000000123 looks like milliseconds since 1970"),
@@ -182,6 +189,13 @@ def _v3(name: str, **changes):
     return _ingest(_write(name, text.encode()))
 
 
+def _suite(tmp: Path) -> str:
+    from tests.conftest import tiny_suite, write_suite
+
+    write_suite(tmp / "suite.yaml", tiny_suite())
+    return str(tmp / "suite.yaml")
+
+
 def _store(tmp: Path, damage=None) -> Path:
     """A store holding one run (report_iree.json), `damage` done to it afterwards."""
     store = Path(_store_with_one_run(tmp))
@@ -250,6 +264,14 @@ MAKE = {
     "history-bad-marker": _on_store("show", lambda s: (s / "benchflow-store.json")
                                     .write_text("{oops")),
     "history-remove-unknown": _on_store("remove", None, 1, "nope"),
+    "history-confirm-no-suite": lambda tmp: (2, ["confirm", "--store",
+                                                 _store_with_one_run(tmp)]),
+    "history-confirm-unknown-run": lambda tmp: (2, ["confirm", "--store",
+                                                    _store_with_one_run(tmp), "--run", "nope",
+                                                    "--configfile", _suite(tmp)]),
+    "history-confirm-run-and-since": lambda tmp: (2, [
+        "confirm", "--store", _store_with_one_run(tmp), "--run", "newest", "--since",
+        "2026-01-01", "--configfile", _suite(tmp)]),
     "history-ms-timestamp": lambda tmp: (1, ["ingest", str(_copy_csv(tmp)), "--timestamp",
                                              "1764000000123", "--store", str(tmp / "store")]),
     "history-v3-ms-row": _v3("v3.json", timestamp=1_764_000_000_123),

@@ -159,17 +159,25 @@ def _unkeyed(prepared: dict) -> str | None:
 Keep = Callable[[list[Step], dict], dict]
 
 
-def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None = None) -> dict:
+def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None = None,
+        known: dict[tuple[str, str], Step] | None = None) -> dict:
     """The bisection's result (search.bisect's), steps labelled, the revisions' count,
     the final pair's row (its attribution) when a first bad revision was found, and
     with `keep`, what became of the steps' measurements in the history ("history": a
-    store refused is its one line under "error", and the bisection's answer stands)."""
+    store refused is its one line under "error", and the bisection's answer stands).
+    `known`: pairs (base, new) already measured at the suite's budget, taken as this
+    bisection's steps instead of measuring them again (`history confirm` hands over the
+    pair of ends that confirmed the change); a final pair is always measured."""
     revisions, ab = keyed(source, case, cache, say=say)
     built: dict[str, dict] = {}
     measured: list[Step] = []
     log = str(cache / "bisect.log")
 
     def measure(base: str, new: str, scale: int, final: bool = False) -> Step:
+        if not final and scale == 1 and (base, new) in (known or {}):
+            say(f"measured {source.label(new)} against {source.label(base)} already: "
+                f"{known[(base, new)].verdict}")
+            return known[(base, new)]
         for name in (base, new):
             if name not in built:
                 built[name] = _prepare(source, name, case, cache, build=True)

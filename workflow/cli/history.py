@@ -5,6 +5,10 @@
   show [CASE|GLOB] a series with its runs' commits and versions (no argument: the runs)
   detect [GLOB]    change points per series; exits as the gates do (0 passed, 1 a
                    regression, 2 bad input, 3 nothing could be judged)
+  confirm [GLOB]   each change point (or --run RUN against the run before it) measured
+                   again as a paired A/B of the two runs' commits: confirmed, refuted
+                   or could not confirm; --bisect walks a confirmed regression to its
+                   commit (exit 1 a confirmed regression, 3 an alert not confirmed)
   html [-o FILE]   the page of every series, change points marked
   remove RUN_ID    a run's rows out of the store (the way out of a bad run already held)
   repair           a damaged embedded store rebuilt from the runs that survive in it
@@ -74,6 +78,7 @@ def add_parser(sub) -> None:
     det.set_defaults(func=gate_command(run_detect),
                      interrupted=READ_INTERRUPTED.format(verb="detect"))
 
+    _add_confirm(verbs)
     page = verbs.add_parser("html", help="the page of every series (results/history.html)")
     page.add_argument("pattern", nargs="?", default="*", metavar="GLOB")
     page.add_argument("-o", "--output", type=Path, default=Path("results/history.html"))
@@ -118,6 +123,38 @@ def store_command(run):
             print_problems(exc)
             return EXIT_CODES[BAD_INPUT]
     return wrapped
+
+
+def _add_confirm(verbs) -> None:
+    """`history confirm`'s options (its own function: add_parser stays readable)."""
+    con = verbs.add_parser("confirm", help="confirm each alert by a paired A/B of the two "
+                                           "runs' commits, bisect it with --bisect (exit "
+                                           "as the gates)")
+    con.add_argument("pattern", nargs="?", default="*", metavar="GLOB")
+    con.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
+    con.add_argument("--since", metavar="RUN|SHA|DATE",
+                     help="confirm only change points at or after this run id, commit or "
+                          "date")
+    con.add_argument("--run", metavar="RUN|newest",
+                     help="instead of the change points: this run against the run before "
+                          "it, in each series where it moved at least history.min_change "
+                          "(`newest`: the newest run, which detect cannot judge yet)")
+    con.add_argument("--repo", type=Path, help="the git repository holding the suite and "
+                                               "its model files (default: the suite's)")
+    con.add_argument("--cache", type=Path,
+                     help="the commits' trees and builds, reused (default: bisect/ in the "
+                          "user's benchflow cache)")
+    con.add_argument("--bisect", action="store_true",
+                     help="bisect each confirmed regression between the two runs' commits "
+                          "to its first bad commit, with its dispatch")
+    con.add_argument("--markdown", type=Path, metavar="FILE", help="also write the alert "
+                                                                   "list as Markdown")
+    con.add_argument("--json", type=Path, metavar="FILE", help="also write it as JSON")
+    con.add_argument("--format", choices=["text", "json"], default="text")
+    _store_options(con)
+    con.set_defaults(func=gate_command(run_confirm),
+                     interrupted="benchflow history confirm; rerun it: the store is "
+                                 "unchanged, the trees and builds made so far are reused")
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:
@@ -304,6 +341,78 @@ def run_detect(args: argparse.Namespace) -> int:
         print(json.dumps({"outcome": outcome, **result}, indent=1))
     else:
         for line in lines:
+            print(line)
+    return EXIT_CODES[outcome]
+
+
+def _check_confirm(args: argparse.Namespace) -> None:
+    """confirm's options checked before the store is opened (ConfigError: exit 2)."""
+    from workflow.errors import ConfigError
+    from workflow.files import file_problem
+    from workflow.history import sql
+
+    if args.configfile is None:
+        raise ConfigError(["history confirm: --configfile: missing; expected the suite file "
+                           "that measured the runs (it is read at each run's commit)"])
+    problem = file_problem(args.configfile)
+    if problem:
+        raise ConfigError([f"{args.configfile}: --configfile: {problem}; expected the "
+                           "suite file"])
+    for flag, value in (("--since", args.since), ("--run", args.run)):
+        if value is not None:
+            sql.check_text(value, flag)
+    if args.since is not None and args.run is not None:
+        raise ConfigError(["history confirm: --since and --run: given both; expected one "
+                           "(--run confirms one run, --since the change points after it)"])
+
+
+def run_confirm(args: argparse.Namespace) -> int:
+    from workflow.bisect import confirm
+    from workflow.bisect.history import NAMED, store_settings
+    from workflow.cli.bisect import default_cache
+    from workflow.errors import ConfigError
+    from workflow.history import query
+    from workflow.records.storage import WriteError, write_json, write_text
+    from workflow.render import alerts as listing
+    from workflow.stages import history
+    from workflow.suite.defaults import history_settings
+
+    _check_confirm(args)
+    # The suite's history section alone: loading the suite would import its model
+    # modules into this process, which the commits' trees each import in their own.
+    config = {k: v for k, v in store_settings(args.configfile).items() if k != NAMED}
+    where = history.where(config, store=args.store, url=args.url)
+    st = history.store_of(config, store=args.store, url=args.url)
+    _warn_unusable(st, where)  # closes the store itself when it fails
+    try:
+        series = query.series(st, args.pattern, args.metric)
+    finally:
+        st.close()
+    if not series:
+        raise ConfigError([f"{where}: no series matches {args.pattern!r} for metric "
+                           f"{args.metric!r}; expected a case id or glob of an ingested case"])
+    found, level, _ = confirm.alerts(series, history_settings(config), since=args.since,
+                                     run=args.run)
+    repo = args.repo or args.configfile.resolve().parent
+    cache = (args.cache or default_cache()).resolve()
+    say = print if args.format == "text" else (lambda line: None)
+    done = [confirm.confirm(a, repo=repo, suite=args.configfile, cache=cache,
+                            bisect=args.bisect, say=say) for a in found]
+    outcome, summary = confirm.outcome(done, level)
+    head = confirm.OUTCOME_HEADS[outcome]
+    doc = {"outcome": outcome, "summary": summary, "alerts": done, "not_alerted": level}
+    try:
+        if args.markdown:
+            write_text(args.markdown, listing.markdown(done, level, head, summary))
+        if args.json:
+            write_json(args.json, doc)
+    except WriteError as exc:
+        raise ConfigError([f"{exc}; expected --markdown/--json in a writable directory "
+                           "with room for the file"]) from None
+    if args.format == "json":
+        print(json.dumps(doc, indent=1, default=str))
+    else:
+        for line in listing.text_lines(done, level, head, summary):
             print(line)
     return EXIT_CODES[outcome]
 

@@ -34,9 +34,12 @@ def detect_series(series: list[dict], settings: Settings) -> dict:
     few besides bisection steps), left_out (bisection steps), disturbed (runs disturbed
     by outside load, used), outliers (the indices of disturbed runs left out as
     outliers among their neighbours), change_points], "change_points":
-    [all, series by series], "runs": {run_id: {timestamp, head_sha}}} (runs: what
-    `outcome` resolves a --since run id or commit against)."""
-    out, flat, runs = [], [], {}
+    [all, series by series], "runs": {run_id: {timestamp, head_sha, time}} (runs: what
+    `outcome` resolves a --since run id or commit against), "pending": the runs no
+    change point could be at yet in some judged series (_pending, pending_runs),
+    "newest_run" (besides bisection steps), "newest_judged" (whether some judged series
+    could have had a change at it)}. Each series also says its "pending" run ids."""
+    out, flat, runs, nightly, judged_runs = [], [], {}, set(), set()
     for s in series:
         entry = {"series": s["id"], "case_id": s["case_id"], "metric": s["metric"],
                  "config": s.get("config") or "", "config_label": s.get("config_label") or "",
@@ -46,8 +49,12 @@ def detect_series(series: list[dict], settings: Settings) -> dict:
                  "unjudged": None, "change_points": []}
         for p in s["points"]:
             runs.setdefault(p["run_id"], {"timestamp": p["timestamp"],
-                                          "head_sha": p.get("head_sha") or ""})
+                                          "head_sha": p.get("head_sha") or "",
+                                          "time": p.get("time") or ""})
         used = [p for p in s["points"] if _located_on(p)]
+        nightly.update(p["run_id"] for p in used)
+        entry["pending"] = []
+        judged_points = []
         entry["left_out"] = len(s["points"]) - len(used)
         entry["disturbed"] = sum(1 for p in used if not p.get("clean", True))
         entry["outliers"] = []
@@ -62,10 +69,49 @@ def detect_series(series: list[dict], settings: Settings) -> dict:
         else:
             entry["judged"] = True
             entry["change_points"], entry["outliers"] = _series_change_points(s, settings)
+            entry["pending"] = _pending(used, entry["outliers"], s["points"],
+                                        settings.min_side_runs)
+            judged_points = [p["run_id"] for p in used if p["run_id"] not in entry["pending"]]
+        judged_runs.update(judged_points)
         out.append(entry)
         flat.extend(entry["change_points"])
     return {"settings": asdict(settings), "series": out, "change_points": flat,
-            "runs": runs}
+            "runs": runs, "pending": pending_runs(out, runs),
+            "newest_run": (newest := _newest(runs, nightly)),
+            "newest_judged": newest is not None and newest in judged_runs}
+
+
+def _pending(used: list[dict], outliers: list[int], points: list[dict],
+             min_side_runs: int) -> list[str]:
+    """The run ids of a judged series' newest runs that no change point could be at
+    yet: a step needs min_side_runs runs after it (stats/changepoints.py), so the last
+    min_side_runs - 1 runs detection used, and any run after the last that could start
+    one (a disturbed outlier at the end included), are not judged until later runs
+    come. Saying "ok" of them would say a change there was looked for."""
+    where = {id(p): i for i, p in enumerate(points)}
+    left_out = set(outliers)
+    kept = [p for p in used if where[id(p)] not in left_out]
+    if len(kept) < min_side_runs:
+        return [p["run_id"] for p in used]
+    last = where[id(kept[len(kept) - min_side_runs])]
+    return [p["run_id"] for p in used if where[id(p)] > last]
+
+
+def pending_runs(entries: list[dict], runs: dict) -> list[dict]:
+    """The runs not judged yet in some judged series, oldest first: [{run_id,
+    head_sha, time, timestamp, series (how many)}]."""
+    count: dict[str, int] = {}
+    for e in entries:
+        for run_id in e.get("pending") or []:
+            count[run_id] = count.get(run_id, 0) + 1
+    return [{"run_id": r, **runs[r], "series": n}
+            for r, n in sorted(count.items(), key=lambda kv: (runs[kv[0]]["timestamp"], kv[0]))]
+
+
+def _newest(runs: dict, nightly: set) -> str | None:
+    """The newest run besides bisection steps (what a nightly's detect is about)."""
+    held = [r for r in runs if r in nightly]
+    return max(held, key=lambda r: (runs[r]["timestamp"], r)) if held else None
 
 
 def _located_on(point: dict) -> bool:
@@ -169,15 +215,29 @@ def outcome(result: dict, since: str | None = None) -> tuple[str, list[str]]:
     lines += new_configuration_lines(result, since_ts)
     lines += [f"NOT JUDGED {name(e)}: {e['reason']}"
               for e in result["series"] if not e["judged"]]
+    lines += pending_lines(result)
     judged = sum(e["judged"] for e in result["series"])
     regressions = sum(cp["kind"] == "regression" for cp in cps)
     # A --since after every run leaves no run to judge: "passed" would say that runs
     # since then were looked at and found fine, when there are none.
     after = since_ts is None or any(r["timestamp"] >= since_ts
                                     for r in result["runs"].values())
-    verdict = REGRESSED if regressions else PASSED if judged and after else UNJUDGED
+    newest = result.get("newest_run")
+    # The newest run where no judged series could have a change at it (a step needs
+    # runs after it; a run only in series too short to judge): "ok" would say it was.
+    newest_pending = newest is not None and not result.get("newest_judged", True)
+    verdict = (REGRESSED if regressions else PASSED if judged and after
+               and not newest_pending else UNJUDGED)
     when = f" since {since}" if since else ""
-    if verdict == UNJUDGED and not after:
+    if verdict == UNJUDGED and judged and after:
+        lines.append(f"{HEADS[verdict]}: the newest run {newest} is not judged yet (no "
+                     f"judged series could have a change at it: one needs "
+                     f"{result['settings']['min_side_runs']} runs "
+                     f"after it); {regressions} regression(s) and "
+                     f"{len(cps) - regressions} improvement(s){when} in {judged} series "
+                     f"judged up to the runs before it; confirm it now with "
+                     f"`benchflow history confirm --run {newest}`")
+    elif verdict == UNJUDGED and not after:
         lines.append(f"{HEADS[verdict]}: 0 series judged: no run at or after --since "
                      f"{since} (the latest is {_latest(result['runs'])}); expected a "
                      "--since at or before a run the history holds")
@@ -188,6 +248,22 @@ def outcome(result: dict, since: str | None = None) -> tuple[str, list[str]]:
                      f"{len(cps) - regressions} improvement(s){when} in {judged} series "
                      f"judged, {len(result['series']) - judged} not judged")
     return verdict, lines
+
+
+def pending_lines(result: dict) -> list[str]:
+    """One line for the runs no change point could be at yet (pending_runs), newest
+    last, the newest named as such."""
+    pending = result.get("pending") or []
+    if not pending:
+        return []
+    need = result["settings"]["min_side_runs"]
+    names = [f"{r['run_id']} ({r['head_sha'][:8] or 'no commit'}, {r['time']})"
+             + (", the newest" if r["run_id"] == result.get("newest_run") else "")
+             for r in pending]
+    return [f"NOT JUDGED YET run(s) {'; '.join(names)}: a change point needs {need} runs "
+            f"after it, so a change there is not looked for until later runs come "
+            f"(`benchflow history confirm --run RUN` measures one against the run before "
+            f"it now)"]
 
 
 def _latest(runs: dict) -> str:

@@ -5,6 +5,17 @@ medians beyond the tolerance and an exact one-sided Mann-Whitney test on invocat
 medians below the p threshold): Regressed, Improved or Similar. Rows read
 "new (vs. base, +x%)" with the p-value, sorted by change; a geometric mean of the
 ratios summarizes the whole. It reports and never fails: gating is `benchflow check`.
+
+Two reports are two runs (unless they name the same start): their medians were
+measured minutes or days apart, and the drift and load between them are in every
+ratio (identical code moved x1.58 to x2.69 between two runs on a shared machine and
+read as "Regressed", p=0.0003). So every verdict says it is `cross-run`, in the header
+and the JSON. Where both runs measured the case in an A/B pair against the same partner
+(its speedup's `paired` basis: the baseline recipe or torch-eager, interleaved round by
+round in each run), the row is decided by the pairs instead: the case's cost relative
+to its partner in the new run over that in the base run, whose interval combines the
+two pairs' (independent runs). Drift that moves the whole run moves both sides of each
+pair; a change to the case alone moves the ratio. Such a row is `paired`.
 """
 
 from __future__ import annotations
@@ -40,6 +51,10 @@ class Row:
     why: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     what_changed: str = ""  # the line said under the row (regression/explain.py)
+    # "cross-run" (medians of two runs) or "paired" (decided by both runs' A/B pairs,
+    # `pair` then says which and its interval).
+    basis: str = "cross-run"
+    pair: dict | None = None
 
     @property
     def change(self) -> float:
@@ -101,13 +116,17 @@ def compare(base: dict, new: dict, settings: Settings | None = None,
         if tv.ratio is None:  # a base median of zero: no ratio to speak of
             unmatched.append((cid, "base median is 0"))
             continue
+        pair = paired_change(b, n, settings.tolerance)
+        verdict = pair["verdict"] if pair else tv.verdict
         section = {Verdict.REGRESSION: REGRESSED,
-                   Verdict.IMPROVEMENT: IMPROVED}.get(tv.verdict, SIMILAR)
+                   Verdict.IMPROVEMENT: IMPROVED}.get(verdict, SIMILAR)
         note = _note(b, n)
-        if tv.verdict == Verdict.INCONCLUSIVE:
+        if verdict == Verdict.INCONCLUSIVE:
             note = ", ".join(x for x in (note, Verdict.INCONCLUSIVE) if x)
-        rows.append(_explained(Row(cid, b["timing"]["median_ms"], n["timing"]["median_ms"],
-                                   tv.ratio, tv.p_value, section, note), b, n, base, new))
+        rows.append(_explained(Row(
+            cid, b["timing"]["median_ms"], n["timing"]["median_ms"],
+            pair["ratio"] if pair else tv.ratio, None if pair else tv.p_value, section,
+            note, basis=PAIRED if pair else CROSS_RUN, pair=pair), b, n, base, new))
     sections = {
         REGRESSED: sorted((r for r in rows if r.section == REGRESSED), key=lambda r: -r.ratio),
         IMPROVED: sorted((r for r in rows if r.section == IMPROVED), key=lambda r: r.ratio),
@@ -117,7 +136,56 @@ def compare(base: dict, new: dict, settings: Settings | None = None,
     geomean = math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else None
     return {"settings": asdict(settings), "sections": sections, "unmatched": unmatched,
             "geomean_ratio": geomean, "compared": len(rows), "levels": _levels(rows, new_cases),
-            "base": _about(base), "new": _about(new)}
+            "base": _about(base), "new": _about(new),
+            "basis": SAME_RUN if same_run(base, new) else CROSS_RUN,
+            "paired_rows": sum(r.basis == PAIRED for r in rows)}
+
+
+CROSS_RUN, PAIRED, SAME_RUN = "cross-run", "paired", "same-run"
+
+
+def same_run(base: dict, new: dict) -> bool:
+    """Whether two reports are of one run: both name when it started, and it is the
+    same moment (a report compared with a copy of itself). Otherwise, including a
+    report that does not say, they are two runs: the safe reading."""
+    a = (base.get("provenance") or {}).get("started_at")
+    b = (new.get("provenance") or {}).get("started_at")
+    return bool(a) and a == b and base.get("generated_at") == new.get("generated_at")
+
+
+def paired_change(b: dict, n: dict, tolerance: float) -> dict | None:
+    """The case's change between two runs from the A/B pairs both measured it in
+    against the same partner (module doc), or None where they did not: {against
+    (vs_baseline | vs_eager), ab_row, ratio (new / base, above 1 slower), ci95, verdict,
+    base_pair, new_pair (each run's own speedup and interval)}. Each pair's speedup is
+    partner / case; the change is the base run's speedup over the new run's. Its 95 %
+    interval adds the two pairs' half-widths on the log scale in quadrature (the runs
+    are independent). The verdict: beyond the tolerance with the interval excluding 1
+    is a regression (improvement); past the tolerance with 1 inside the interval,
+    inconclusive; else no difference (Similar)."""
+    for which in ("vs_baseline", "vs_eager"):
+        pb = (((b.get("speedup") or {}).get("basis") or {}).get(which) or {})
+        pn = (((n.get("speedup") or {}).get("basis") or {}).get(which) or {})
+        if not (pb.get("kind") == pn.get("kind") == PAIRED and pb.get("ab_row")
+                and pb.get("ab_row") == pn.get("ab_row") and pb.get("ci95")
+                and pn.get("ci95") and pb.get("ratio") and pn.get("ratio")
+                and min(pb["ci95"] + pn["ci95"]) > 0):
+            continue
+        centre = math.log(pb["ratio"] / pn["ratio"])
+        half = math.hypot(*(math.log(p["ci95"][1] / p["ci95"][0]) / 2 for p in (pb, pn)))
+        lo, hi = math.exp(centre - half), math.exp(centre + half)
+        ratio = math.exp(centre)
+        slower = ratio >= 1
+        beyond = ratio > tolerance if slower else ratio < 1 / tolerance
+        excludes = lo > 1 if slower else hi < 1
+        verdict = ((Verdict.REGRESSION if slower else Verdict.IMPROVEMENT)
+                   if beyond and excludes else Verdict.INCONCLUSIVE if beyond
+                   else Verdict.PASS)
+        return {"against": which, "ab_row": pb["ab_row"], "ratio": ratio,
+                "ci95": [lo, hi], "verdict": verdict,
+                "base_pair": {"speedup": pb["ratio"], "ci95": pb["ci95"]},
+                "new_pair": {"speedup": pn["ratio"], "ci95": pn["ci95"]}}
+    return None
 
 
 def _levels(rows: list[Row], cases: dict[str, dict]) -> list[dict]:
@@ -157,11 +225,32 @@ def _ms(x: float) -> str:
 
 
 def _cell(r: Row) -> str:
+    if r.pair:  # the change is the pairs'; the medians of two runs beside it
+        return (f"{_ms(r.new_ms)} (vs. {_ms(r.base_ms)}); {r.change:+.1%} relative to "
+                f"{r.pair['ab_row'].split(' -> ')[0]}")
     return f"{_ms(r.new_ms)} (vs. {_ms(r.base_ms)}, {r.change:+.1%})"
 
 
 def _p(r: Row) -> str:
+    if r.pair:
+        lo, hi = r.pair["ci95"]
+        return f"paired [{lo:.3f}, {hi:.3f}]"
     return "n/a" if r.p_value is None else f"{r.p_value:.3g}"
+
+
+def _basis_line(result: dict) -> str:
+    """What the verdicts are: two runs' medians (cross-run), and which rows the pairs
+    decided."""
+    if result.get("basis") == SAME_RUN:
+        return "Both reports are of one run."
+    paired = result.get("paired_rows", 0)
+    return ("**Cross-run**: base and new are two runs, measured apart; the drift and "
+            "load between them are in every ratio, so a verdict here is cross-run, not "
+            "paired (`benchflow ab` measures two revisions interleaved). "
+            + (f"{paired} row(s) marked *paired* are decided by the A/B pairs both runs "
+               "measured against the same partner (the case's cost relative to it), "
+               "which drift between the runs does not move."
+               if paired else "No case has an A/B pair in both runs to decide it."))
 
 
 def to_markdown(result: dict) -> str:
@@ -174,7 +263,7 @@ def to_markdown(result: dict) -> str:
            f"{result['compared']} cases. "
            f"A change counts beyond ×{s['tolerance']:g} (or below ×{1 / s['tolerance']:.3g}) "
            f"with p < {s['p_value']:g} (exact one-sided Mann-Whitney on invocation medians).",
-           ""]
+           "", _basis_line(result), ""]
     for name, rows in result["sections"].items():
         out.append(f"### {name} ({len(rows)})")
         out.append("")
@@ -182,7 +271,10 @@ def to_markdown(result: dict) -> str:
             out += ["none", ""]
             continue
         table = ["| case | new (vs. base, change) | p | note |", "|---|---|---|---|"]
-        table += [f"| `{r.id}` | {_cell(r)} | {_p(r)} | {md_text(r.note)} |" for r in rows]
+        # The header says every other row is cross-run; a paired one says so itself.
+        table += [f"| `{r.id}` | {_cell(r)} | {_p(r)} | "
+                  f"{md_text(', '.join(x for x in (r.pair and PAIRED, r.note) if x))} |"
+                  for r in rows]
         if name == SIMILAR and len(rows) > 10:
             # Long unchanged lists would drown a pull-request comment: fold them.
             out += ["<details><summary>show</summary>", "", *table, "", "</details>", ""]

@@ -335,25 +335,87 @@ def judge(case: dict, golden: GoldenRef | None, settings: Settings,
     # rule) a disturbed improvement stands: load did not make the code slower than it.
     if timing.get("disturbed") and (tv.verdict == Verdict.REGRESSION or (
             tv.verdict == Verdict.IMPROVEMENT and golden.origin != "sharktank")):
-        tv = _disturbed(tv, timing)
+        tv = _disturbed(tv, timing, golden, tolerance, settings.p_value, drift)
     out.update(verdict=tv.verdict, ratio=tv.ratio, p_value=tv.p_value, test=tv.test,
                reason=tv.reason)
     return out
 
 
-def _disturbed(tv: TimeVerdict, timing: dict) -> TimeVerdict:
+def load_reach(timing: dict, drift: common.Drift | None, levelled: bool
+               ) -> tuple[float | None, list[str]]:
+    """How far outside load can move a disturbed case, as a factor >= 1 (a ratio within
+    [1/reach, reach] of what the code would give is the load's to explain), from what
+    this run measured, and the figures it came from; None when the run measured
+    neither:
+    - the case's own: the median of its disturbed invocations (kept, and retaken) over
+      the median of its clean kept ones (outside share at most the threshold). That is
+      what the load did to this very case in this run;
+    - the run's: its group's common level against the goldens (stats/drift.py) and
+      `OUTLIER_Z` of the cases' spread around it: how far the load moved the other
+      cases measured beside it. Where the case's ratio is already taken to that level
+      (`levelled`), only the spread is left to the load.
+    The larger of the two. A ratio past reach x tolerance that the case's test still
+    finds significant once its medians are divided by reach is more than this run's
+    load did anywhere: the code's (a x5 slowdown with the run's cases at their level)."""
+    found, said = [], []
+    d = timing.get("disturbance") or {}
+    values, shares = timing.get("invocation_medians_ms") or [], d.get("outside_share") or []
+    threshold = d.get("threshold")
+    if threshold is not None and len(shares) == len(values):
+        bad = [v for v, s in zip(values, shares, strict=True) if s is not None and s > threshold]
+        clean = [v for v, s in zip(values, shares, strict=True)
+                 if s is not None and s <= threshold]
+        bad += [v for v in d.get("retaken_ms") or [] if v and v > 0]
+        if bad and clean and statistics.median(clean) > 0 and statistics.median(bad) > 0:
+            own = statistics.median(bad) / statistics.median(clean)
+            found.append(max(own, 1 / own))
+            said.append(f"its {len(bad)} disturbed invocation(s) x{own:.3f} of its "
+                        f"{len(clean)} clean one(s)")
+    if drift is not None:
+        moved = 0.0 if levelled else abs(math.log(drift.factor))
+        run = math.exp(moved + common.OUTLIER_Z * drift.spread)
+        found.append(run)
+        said.append(f"the run's {drift.cases} {drift.group} cases within x{run:.3f}"
+                    + ("" if levelled else f" (level x{drift.factor:.3f})"))
+    return (max(found) if found else None), said
+
+
+def _disturbed(tv: TimeVerdict, timing: dict, golden: GoldenRef, tolerance: float,
+               p_threshold: float, drift: common.Drift | None) -> TimeVerdict:
     """A change measured while outside load kept disturbing the case's invocations (the
     protocol retook them and they stayed disturbed: timing.disturbed) is the load's as
-    much as the code's: inconclusive, never a regression nor an improvement. Under a CPU
-    hog for the first minute of a rerun, unchanged cases came out x1.2 to x1.5 "slower",
-    and torch's 1024 cases x0.78 "faster" (their worker settled at its other allocator
-    level: DESIGN "Process variance"); `check` measures an inconclusive IREE case again
-    within its budget."""
+    much as the code's, as far as the load reaches (load_reach): within that,
+    inconclusive, never a regression nor an improvement. Under a CPU hog for the first
+    minute of a rerun, unchanged cases came out x1.2 to x1.5 "slower", and torch's 1024
+    cases x0.78 "faster" (their worker settled at its other allocator level: DESIGN
+    "Process variance"); `check` measures an inconclusive IREE case again within its
+    budget. Beyond it (the medians divided by the reach still judged the same way), the
+    verdict stands: no slowdown, however large, would fail a gate on a machine where
+    every run is disturbed otherwise."""
     why = " ".join(str((timing.get("disturbance") or {}).get("reason")
                        or "outside load").split())
+    levelled = drift is not None and not several_runs(golden)
+    reach, said = load_reach(timing, drift, levelled)
+    if reach is not None:
+        shift = reach if tv.verdict == Verdict.REGRESSION else 1 / reach
+        scale = shift * (drift.factor if levelled else 1.0)
+        beyond = time_verdict([m / scale for m in timing["invocation_medians_ms"]],
+                              bool(timing.get("noisy")), golden, tolerance, p_threshold)
+        measured = f"the load this run measured reaches x{reach:.3f} ({'; '.join(said)})"
+        if beyond.verdict == tv.verdict:
+            return replace(tv, reason=f"{tv.reason}; measured under outside load ({why}), "
+                                      f"and beyond what it can explain: {measured}, and "
+                                      f"divided by that the case is still {beyond.reason}")
+        return TimeVerdict(Verdict.INCONCLUSIVE, tv.ratio, tv.p_value, tv.test,
+                           f"would be {tv.verdict} but measured under outside load ({why}) "
+                           f"and within its reach: {measured}; measure again on a quiet "
+                           f"machine: {tv.reason}")
     return TimeVerdict(Verdict.INCONCLUSIVE, tv.ratio, tv.p_value, tv.test,
-                       f"would be {tv.verdict} but measured under outside load ({why}): "
-                       f"measure again on a quiet machine: {tv.reason}")
+                       f"would be {tv.verdict} but measured under outside load ({why}), "
+                       f"and this run measured nothing that bounds how far the load "
+                       f"reaches (no clean invocation to set its disturbed ones against, "
+                       f"too few cases for the run's level): measure again on a quiet "
+                       f"machine: {tv.reason}")
 
 
 def regressed_aspects(golden: dict) -> list[str]:
