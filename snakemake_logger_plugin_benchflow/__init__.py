@@ -106,6 +106,10 @@ class LogHandler(LogHandlerBase):
         self.shown = DefaultFilter(cs.quiet, cs.debug_dag, cs.verbose, cs.dryrun,
                                    cs.printshellcmds)
         self.progress = Progress()
+        # Where the user typed the command: Snakemake makes its loggers before it changes
+        # to --directory, and the `cwd` of its WORKFLOW_STARTED record is already that
+        # directory, so the closing `reports:` line would be relative to the wrong one.
+        self.typed_in = os.getcwd()
         self.started = self.errors = self.closed = self.interrupted = False
         self.gone: set[int] = set()  # the descriptors whose reader went away (EPIPE)
         self.lost = False  # whether a stream of ours could not be written (not EPIPE)
@@ -185,10 +189,10 @@ class LogHandler(LogHandlerBase):
         if event == LogEvent.WORKFLOW_STARTED:
             # Where the workflow runs: Snakemake is in that directory from the Snakefile's
             # `workdir:` (a suite in runs/<name>/, stages/suite_dir.py) or --directory
-            # until the run ends, and its outputs are relative to it; the record's `cwd`
-            # is where it started, which the report files are named from.
+            # until the run ends, and its outputs are relative to it; the report files are
+            # named from where the command was typed (self.typed_in).
             self.started = True
-            p.started(os.getcwd(), get("cwd") or os.getcwd())
+            p.started(os.getcwd(), self.typed_in)
         elif event == LogEvent.RUN_INFO:
             p.plan(get("stats") or {})
         elif event == LogEvent.JOB_INFO:

@@ -264,11 +264,34 @@ def test_ctrl_c_says_what_was_measured_names_no_old_report_and_exits_130(tmp_pat
                     "to finish, finished cases are kept"], out
     summary = out.split("benchflow summary")[1]
     assert ("reports: none made by this run (it was interrupted before its report step); "
-            "stale, from an earlier run: results/report.json") in summary, summary
+            f"stale, from an earlier run: {work}/results/report.json") in summary, summary
     assert "before the interrupt: 0 cases" in summary and "FAILED" not in out
     assert "Error in rule" not in out and "WorkflowError" not in out, out
     assert "Logging error" not in out
     assert not list((work / ".snakemake" / "locks").glob("*")), "a lock left behind"
+
+
+DIRECTORY_SNAKEFILE = """
+rule all:
+    input: "results/report.md"
+
+rule report:
+    output: json="results/report.json", md="results/report.md"
+    shell: "echo '{{}}' > {output.json}; touch {output.md}"
+"""
+
+
+@pytest.mark.e2e
+def test_reports_are_named_from_where_the_command_was_typed_not_from_directory(tmp_path):
+    """`snakemake --directory work`, typed in the directory above: the report files are
+    named as the user reaches them from there (work/results/...), not from work/."""
+    (tmp_path / "Snakefile").write_text(DIRECTORY_SNAKEFILE)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", "Snakefile",
+                           "--directory", "work", "--cores", "1", "--logger", "benchflow"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "reports: work/results/report.md, work/results/report.json" in out, out
 
 
 # --- item 12: the terminal environment -----------------------------------------------------
