@@ -148,15 +148,18 @@ def golden_ref(case: dict, golden_file: str | Path | None) -> verdict.GoldenRef 
     return goldens.lookup(case["id"], golden_file, fg, source)
 
 
-def golden_file_for(case: dict, goldens_dir: str | Path | None = None) -> Path | None:
+def golden_file_for(case: dict, goldens_dir: str | Path | None = None,
+                    base: Path | None = None) -> Path | None:
     """The golden file a case is judged against: its SKU's in `goldens_dir`, else the
-    golden file its verdict came from (None when that was its benchmark file)."""
+    golden file its verdict came from (None when that was its benchmark file), a relative
+    one read from `base` (the run's directory, when it is not the working directory)."""
     if goldens_dir is not None:
         return goldens.golden_path(goldens_dir, case["sku"])
     source = (case.get("golden") or {}).get("source")
     if not source or source == (case.get("provenance") or {}).get("benchmark_file"):
         return None
-    return Path(source) if Path(source).is_file() else None
+    path = Path(source) if base is None or Path(source).is_absolute() else base / source
+    return path if path.is_file() else None
 
 
 def rejudge(report: dict, goldens_dir: str | Path, gate_config: dict | None) -> dict:

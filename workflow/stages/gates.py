@@ -56,14 +56,29 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
         report = gate.rejudge(report, goldens, gate_config)
     elif accept_config:
         report = gate.rejudge_config_differs(report, gate_config)
+    base = run_directory(report_path)
     report, remeasured = remeasure_inconclusive(
         report, budget_s=remeasure_budget_s, gate_config=gate_config,
-        goldens_dir=goldens)
+        goldens_dir=goldens, base=base)
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)
     lines = [r.line() for r in remeasured]
-    lines += gate_lines(report, a, explain.finding_lines(report, a.regressed, goldens))
+    why = explain.finding_lines(report, a.regressed, goldens, base)
+    lines += gate_lines(report, a, why)
     return GateResult(a.outcome, lines)
+
+
+def run_directory(report_path: Path) -> Path | None:
+    """The directory a report's paths (results/run/..., results/compile/...) are relative
+    to, when it is not this one: the run's, above the report's results/ (`check --report
+    n3/results/report.json` typed outside n3). None: this directory (a report elsewhere,
+    results/report.json here)."""
+    from workflow.paths import RESULTS
+
+    where = Path(report_path).absolute().parent
+    if where.name != RESULTS or where.parent.resolve() == Path.cwd().resolve():
+        return None
+    return where.parent.resolve()
 
 
 def gate_lines(report: dict, a: gate.Assessment, why: dict[str, list[str]],
