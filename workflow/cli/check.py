@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
                    metavar="SECONDS",
                    help="measure inconclusive IREE cases again, judged alone, within this "
                         f"many seconds in all (default {REMEASURE_BUDGET_S:g}; 0: never); "
-                        "run from the working directory holding results/")
+                        "the run's files are read beside the report's results/")
     add_accept_config(p, "judge cases measured at another measurement configuration than "
                          "their golden")
     p.add_argument("--against-history", type=at_least_one, metavar="N",
