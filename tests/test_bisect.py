@@ -308,3 +308,33 @@ def test_without_a_store_the_steps_are_not_kept_and_none_is_made(tmp_path, monke
     assert kept["skipped"] == (f"history: no store at {config['path']}: the steps' "
                                "measurements were not kept (--store DIR keeps them there)")
     assert not (tmp_path / config["path"]).exists()
+
+
+def test_a_revision_whose_model_ends_the_process_is_a_broken_one(tmp_path):
+    """A model that calls os._exit(0) at import: the keying process exits 0 without its
+    answer. That revision could not be keyed (skipped as broken), never a traceback."""
+    from workflow.bisect.run import _unkeyed, call_prepare
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "model.py").write_text("import os\nos._exit(0)\n")
+    write_suite(tree / "suite.yaml", suite())
+    answer = call_prepare({"tree": str(tree), "suite": "suite.yaml", "case": CASE,
+                           "tools": {}, "label": "r1", "build": None},
+                          tmp_path / "logs" / "r1.log")
+    assert answer["failed"]["stage"] == "prepare", answer
+    assert answer["failed"]["error"].startswith(
+        "the revision's process exited 0 without its answer: its suite or a model file "
+        "ended the process"), answer
+    assert _unkeyed(answer).startswith("could not be keyed (prepare failed: the revision's "
+                                       "process exited 0 without its answer")
+
+
+def test_a_long_reason_a_revision_was_skipped_for_is_cut_between_words():
+    """A skip reason past its 200 characters ended `... SyntaxErr`: cut at a space."""
+    from workflow.bisect.run import _unkeyed
+
+    error = "x" * 178 + " SyntaxError: invalid syntax (model.py, line 3)"
+    why = _unkeyed({"failed": {"stage": "prepare", "error": error}})
+    assert why == f"could not be keyed (prepare failed: {'x' * 178}...)", why
+    assert len(why) <= len("could not be keyed ()") + 200

@@ -166,6 +166,27 @@ def test_an_interrupted_summary_counts_what_was_measured_and_names_no_old_report
     assert "failed job" not in text
 
 
+def test_an_ab_only_run_names_the_ab_table_it_wrote_as_its_own(tmp_path):
+    """The first `benchflow ab` in an empty directory: the A/B table it has just written
+    is this run's report file, not `stale, from an earlier run`; a report there from
+    before is the earlier run's."""
+    row = tmp_path / "results/ab/host/generic/linear.json"
+    write_json(row, ab_row())
+    p = stages.Progress(tmp_path)
+    p.plan({"ab_pair": 1, "ab": 1, "total": 2})
+    finish(p, 1, "ab_pair", str(row.relative_to(tmp_path)))
+    write_json(tmp_path / paths.AB, {"pairs": [ab_row()]})
+    finish(p, 2, "ab", paths.AB)
+    lines = summary_lines(p.summary(success=True))
+    assert "reports: results/ab.json" in lines, lines
+    assert not [x for x in lines if "stale" in x or "none made" in x], lines
+    write_json(tmp_path / paths.REPORT, iree_report())  # an earlier run's report
+    lines = summary_lines(p.summary(success=True))
+    assert lines[-2:] == ["reports: results/ab.json", "stale, from an earlier run: "
+                          "results/report.json (not made by this run: the report was "
+                          "not one of its targets)"], lines
+
+
 # --- item 1: a suite that works in runs/<name>/ -------------------------------------------
 
 def plain_snakemake(*args: str) -> list[str]:

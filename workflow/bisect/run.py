@@ -22,6 +22,7 @@ from workflow.bisect.search import Revision, Step, bisect
 from workflow.errors import ConfigError, StageError
 from workflow.records.storage import read_json
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.render.text import clipped
 
 # The packages whose releases an IREE case is bisected over, and the SKU keys their
 # tools become (the suite's own per-SKU tool keys: suite/load.py).
@@ -98,7 +99,18 @@ def call_prepare(request: dict, log: Path, timeout: float = KEY_TIMEOUT_S) -> di
                        stage="prepare", timeout=timeout, log=str(log))
         except StageError as exc:
             return {"failed": {"stage": exc.stage, "error": exc.message}}
-        return read_json(answer)
+        # A process that exited 0 without its answer, or with one cut short, is this
+        # revision's failure, as one that raised is: its suite or a model file ended the
+        # process (os._exit(0) at import), it is no fault of benchflow's.
+        try:
+            return read_json(answer)
+        except FileNotFoundError:
+            why = "without its answer"
+        except (OSError, ValueError) as exc:
+            why = f"with an answer that cannot be read ({exc})"
+        return {"failed": {"stage": "prepare", "error": (
+            f"the revision's process exited 0 {why}: its suite or a model file ended "
+            f"the process (os._exit?); its log: {log}")}}
 
 
 def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> dict:
@@ -152,7 +164,7 @@ def _unkeyed(prepared: dict) -> str | None:
     if not why:
         return None
     line = next((part for part in str(why).splitlines() if part.strip()), str(why))
-    return f"could not be keyed ({line[:200]})"
+    return f"could not be keyed ({clipped(line, 200)})"
 
 
 # keep(steps, built) -> what became of them in the history (bisect/history.keep).
