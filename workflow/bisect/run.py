@@ -56,6 +56,8 @@ def commit_source(repo: Path | None, suite: Path, good: str, bad: str, cache: Pa
     root = git.repo_root(repo or suite.resolve().parent)
     rel = git.suite_in_repo(root, suite)
     names = git.commits(root, good, bad)
+    for sha, flag, rev in ((names[0], "--good", good), (names[-1], "--bad", bad)):
+        git.require_suite_at(root, rel, sha, flag, rev)
     return Source("commit", str(root), rel, names,
                   tree=lambda sha: git.materialize(root, sha, cache),
                   suite_dir=suite.resolve().parent)

@@ -119,7 +119,7 @@ def run_revisions(args: argparse.Namespace) -> int:
 
     from workflow.bisect import suite_ab
     from workflow.bisect.history import check_store, store_settings
-    from workflow.cli.bisect import default_cache
+    from workflow.cli.bisect import cache_directory
     from workflow.errors import ConfigError
     from workflow.files import file_problem
     from workflow.records.storage import write_json
@@ -136,8 +136,8 @@ def run_revisions(args: argparse.Namespace) -> int:
     # The history settings and the store, checked before anything is measured.
     store_config = store_settings(args.configfile)
     check_store(store_config, args.store, args.configfile.resolve().parent)
+    cache = cache_directory(args.cache)
     revs = suite_ab.revisions(args.repo, args.configfile, args.base, args.new)
-    cache = (args.cache or default_cache()).resolve()
     out = cache / "history" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     # Progress on stderr: stdout is the comparison, which a CI step may keep.
     doc = suite_ab.compare(revs, cache, pattern=args.cases,

@@ -28,6 +28,25 @@ def default_cache() -> Path:
     return cache_dir() / "bisect"
 
 
+def cache_directory(given: Path | None) -> Path:
+    """The cache `--cache` names (default_cache without it), resolved; ConfigError, one
+    line naming --cache, when it or a folder above it is no directory: refused before
+    anything is keyed (its first write, a lock file in it, ended in a traceback)."""
+    from workflow.errors import ConfigError
+    from workflow.files import directory_problem
+
+    cache = (given or default_cache()).resolve()
+    for path in (cache, *cache.parents):
+        problem = directory_problem(path)
+        if problem:
+            raise ConfigError([f"--cache {given or cache}: {path} {problem}; "
+                               "expected a directory (the revisions' trees and builds "
+                               "are kept in it), or one to make"])
+        if path.exists():
+            break
+    return cache
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("bisect", help="the first commit or release at which a case changed, "
                                       "by paired A/B steps; exit 1 when one is found, 0 when "
@@ -144,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise ConfigError([f"{args.configfile}: --configfile: {problem}; expected the "
                            "suite file"])
-    cache = (args.cache or default_cache()).resolve()
+    cache = cache_directory(args.cache)
     # The history settings and the store read before anything is measured: a bad
     # section, or a --store that is no history store, is bad input, not steps lost after
     # minutes of measuring.
