@@ -56,16 +56,20 @@ def git(repo, *args) -> str:
                           text=True).stdout.strip()
 
 
-def build_repo(repo, commits: dict[int, dict], n: int = 16, ab: dict | None = None) -> list[str]:
+def build_repo(repo, commits: dict[int, dict], n: int = 16, ab: dict | None = None,
+               skus: dict | None = None) -> list[str]:
     """n commits; commits[i] says what commit i (1-based) writes: model settings
     (width, rows: the local variable's name, comment) or an unrelated file; `ab`: the
-    suite's A/B settings instead of suite()'s. Returns the shas, oldest first."""
+    suite's A/B settings instead of suite()'s; `skus`: more SKUs. Returns the shas,
+    oldest first."""
     repo.mkdir()
     git(repo, "init", "-q")
     git(repo, "config", "user.email", "t@example.com")
     git(repo, "config", "user.name", "t")
     model = {"width": 256, "rows": "m", "comment": ""}
-    write_suite(repo / "suite.yaml", {**suite(), **({"ab": ab} if ab else {})})
+    settings = suite()
+    settings["skus"].update(skus or {})
+    write_suite(repo / "suite.yaml", {**settings, **({"ab": ab} if ab else {})})
     shas = []
     for i in range(1, n + 1):
         change = commits.get(i, {"notes": f"unrelated change {i}\n"})
@@ -224,6 +228,8 @@ CASES = [
      "is a regular file, not a directory; expected a directory"),
     ("ab-suite-uncommitted", "`ab --base --new --configfile` a suite file never "
      "committed, as bisect's", "--configfile: not in the revision --base"),
+    ("bisect-device-absent", "a CUDA case bisected on a machine without CUDA (both ends "
+     "were built, tried twice, then not judged)", "no cuda device here"),
 ]
 # Refused in one line with exit 2 (the test below); the rows after them are checked by
 # their own tests, by id (WHY).
@@ -246,10 +252,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, cid, desc, expected)
         write_suite(repo / "suite.yaml", suite())
         shas = ["HEAD", "HEAD~1"]
     else:
-        shas = build_repo(repo, {})[:3]
+        shas = build_repo(repo, {}, skus={"gpu": {"iree": {
+            "target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}})[:3]
     if cid == "bisect-bad-history":  # the working copy's suite: read before measuring
         write_suite(repo / "suite.yaml", {**suite(), "history": {"paht": "h"}})
-    case = "sync/iree/nosuch/baseline" if cid == "bisect-unknown-case" else CASE
+    case = {"bisect-unknown-case": "sync/iree/nosuch/baseline",
+            "bisect-device-absent": CASE.replace("sync/", "gpu/")}.get(cid, CASE)
     good, bad = {"bisect-unknown-rev": ("nosuchrev", shas[-1]),
                  "bisect-good-after-bad": (shas[-1], shas[0])}.get(cid, (shas[0], shas[-1]))
     extra = ["--package", "numpy"] if cid == "bisect-unknown-package" else []

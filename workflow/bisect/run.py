@@ -23,6 +23,7 @@ from workflow.errors import ConfigError, StageError
 from workflow.records.storage import read_json
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.render.text import clipped
+from workflow.stats.ratio_text import ratio_text
 
 # The packages whose releases an IREE case is bisected over, and the SKU keys their
 # tools become (the suite's own per-SKU tool keys: suite/load.py).
@@ -150,6 +151,8 @@ def keyed(source: Source, case: str, cache: Path,
         progress.prepared += 1
         if prepared.get("error") and name in ends:
             raise ConfigError([prepared["error"]])
+        if name in ends and not prepared.get("failed"):
+            _require_device(prepared, case, source.label(name))
         ab = ab or prepared.get("ab") or {}
         keys[name] = prepared.get("key") or f"? {name}"
         read[name] = dag.paths_read(prepared, source.suite)
@@ -157,6 +160,20 @@ def keyed(source: Source, case: str, cache: Path,
     progress.done()
     return [Revision(n, keys[n], graph.parents.get(n, ()) if graph else None, broken[n])
             for n in names], ab
+
+
+def _require_device(prepared: dict, case: str, label: str) -> None:
+    """ConfigError, before anything is built, when the case's device is not on this
+    machine (a CUDA case on a machine without CUDA): every step times the case here, so
+    both ends would be built, tried twice, and judged by nothing. `ab --base --new`
+    lists such a case as compiled only; a bisection has nothing else to do with it."""
+    from workflow.backends.iree.tools import device_absent_reason
+
+    absent = device_absent_reason(prepared["sku"]["iree"]["device"])
+    if absent:
+        raise ConfigError([f"case {case!r} at {label}: {absent}; bisect times the case on "
+                           "this machine: run it where its device is (expected a case whose "
+                           "device this machine has)"])
 
 
 def _unkeyed(prepared: dict) -> str | None:
@@ -196,7 +213,7 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
                             final=final)
         step.row["measured_at"] = started
         measured.append(step)
-        say(f"  {step.verdict}" + (f" x{step.ratio:.3f}" if step.ratio else "")
+        say(f"  {step.verdict}" + (f" x{ratio_text(step.ratio)}" if step.ratio else "")
             + (f" in {step.rounds} rounds" if step.rounds else "")
             + (f" ({step.row.get('error')})" if step.row.get("error") else ""))
         return step

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict
+from workflow.stats.ratio_text import ratio_text
 
 # The larger budget an inconclusive step is measured again with: twice the rounds and
 # seconds (bisect.measure scales the suite's `ab` settings by it).
@@ -258,7 +259,7 @@ def bisect(revisions: list[Revision], measure: Measure, final_rounds: int = 0) -
     if ends.verdict in (ABVerdict.NO_DIFFERENCE, ABVerdict.IMPROVEMENT):
         what = "no difference" if ends.verdict == ABVerdict.NO_DIFFERENCE else "faster"
         return done(PASSED, f"no bad revision: {revisions[-1].name} is {what} against "
-                            f"{good} (x{ends.ratio:.3f})")
+                            f"{good} (x{ratio_text(ends.ratio)})")
     if fault_of(ends):
         return done(UNJUDGED, _fault_summary(ends, "nothing bisected"))
     if ends.verdict != ABVerdict.REGRESSION:
@@ -298,6 +299,6 @@ def _answer(result: dict, graph: _Graph, walked: dict, measure: Measure,
     if fault_of(final):
         return (f"first bad revision: {bad}; its final pair against {lo} was stopped by a "
                 f"fault of this machine: {fault_of(final)}")
-    return (f"first bad revision: {bad} (x{final.ratio:.3f} against {lo}, "
+    return (f"first bad revision: {bad} (x{ratio_text(final.ratio)} against {lo}, "
             f"{final.verdict})" if final.ratio is not None else
             f"first bad revision: {bad} (against {lo}: {final.verdict})")

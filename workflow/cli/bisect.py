@@ -17,6 +17,7 @@ from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, gate_command
 from workflow.render.text import printable
+from workflow.stats.ratio_text import ratio_text
 
 
 def default_cache() -> Path:
@@ -92,8 +93,8 @@ def step_line(step: dict, label) -> str:
             else step["why"]
         return f"  skipped {label(step['revision'])}: {why}"
     ci = step.get("ci")
-    interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    ratio = f" x{step['ratio']:.3f}{interval}" if step.get("ratio") is not None else ""
+    interval = f" [{ratio_text(ci[0])}, {ratio_text(ci[1])}]" if ci else ""
+    ratio = f" x{ratio_text(step['ratio'])}{interval}" if step.get("ratio") is not None else ""
     retry = " (retried, longer budget)" if step["retried"] else ""
     return (f"  {step['kind']:<7} {label(step['revision'])} vs {label(step['against'])}  "
             f"{step['verdict'].upper()}{ratio}  {step['rounds']} rounds{retry}")
