@@ -46,13 +46,27 @@ def scaled(ab: dict, scale: int, final: bool = False) -> dict:
     return out
 
 
-def _failed(row: dict, side: str, failed: dict) -> Step:
+def _vanished(exc: OSError, sides: tuple[dict, dict]) -> tuple[str, str] | None:
+    """(the side, why) when `exc` is a side's build file gone from the cache (a cleaner,
+    or another bisection, removed it while this one ran); None for any other error."""
+    if not isinstance(exc, FileNotFoundError) or not exc.filename:
+        return None
+    for side, prepared in zip(SIDES, sides, strict=True):
+        if str(exc.filename) in (str(prepared.get("inputs")), str(prepared.get("vmfb"))):
+            return side, (f"{exc.filename}: its build in the cache is gone (removed while "
+                          "the bisection ran: a cache cleaner, or another bisection); rerun "
+                          "to build it again")
+    return None
+
+
+def _failed(row: dict, side: str, failed: dict, fault: str | None = None) -> Step:
     """A failed step naming the revision; `fault`: the line that says the machine refused
     a write (a full cache disk, a quota, a read-only file system: output.machine_fault),
-    which is this machine's failure, not the revision's, and no retry would change."""
+    or a build the cache lost, which is this machine's failure, not the revision's, and
+    no retry would change."""
     row = {**row, "verdict": ABVerdict.FAILED, "failed_stage": failed["stage"],
            "error": f"{row[side]}: {failed['error']}"}
-    fault = machine_fault(str(failed["error"] or ""))
+    fault = fault or machine_fault(str(failed["error"] or ""))
     if fault:
         row["fault"] = fault
     return Step(base=row["base"], new=row["new"], verdict=ABVerdict.FAILED, row=row)
@@ -107,6 +121,10 @@ def measure_pair(names: tuple[str, str], sides: tuple[dict, dict], *, scale: int
         except StageError as exc:
             return _failed(row, "new", {"stage": exc.stage, "error": exc.message})
         except OSError as exc:  # our own write (the inputs, the log) that the machine refused
+            gone = _vanished(exc, sides)
+            if gone:
+                return _failed(row, gone[0], {"stage": "measure", "error": gone[1]},
+                               fault=gone[1])
             if exc.errno not in MACHINE_ERRNOS:
                 raise
             where = exc.filename or f"a file in {tmp}"

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workflow.backends.output import machine_fault
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict
 from workflow.stats.ratio_text import ratio_text
@@ -116,9 +117,11 @@ def fault_of(step: Step) -> str | None:
 
 
 def _fault_summary(step: Step, what: str) -> str:
+    # A refused write is freed by the user; a build the cache lost is made again.
+    fix = ("free the space or make the file system writable, and rerun: the builds made "
+           "are reused" if machine_fault(fault_of(step) or "") else "rerun")
     return (f"stopped by a fault of this machine, not of {step.new}: {fault_of(step)}; "
-            f"{what} (not retried: a longer budget would meet it again; free the space "
-            "or make the file system writable, and rerun: the builds made are reused)")
+            f"{what} (not retried: a longer budget would meet it again; {fix})")
 
 
 def _decided(measure: Measure, base: str, new: str, kind: str,
