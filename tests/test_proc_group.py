@@ -85,3 +85,32 @@ def test_a_tool_that_ends_in_time_is_read_as_before(tmp_path):
     script.chmod(0o755)
     proc = capture([script], timeout=30)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
+
+
+@pytest.mark.tool
+def test_an_interrupt_kills_the_tools_of_every_thread_at_once():
+    """A job interrupted (Ctrl-C, SIGTERM: stages/job.py) kills the tools its threads run
+    too (an IREE batch's exports ahead), in sessions of their own that no terminal signal
+    reaches: the job stopped when they ended (45 s), not at the interrupt. None starts
+    after it."""
+    import threading
+
+    from workflow.backends import proc
+
+    codes: list[int] = []
+    thread = threading.Thread(
+        target=lambda: codes.append(proc.run_group(["sleep", "60"], timeout=120).returncode))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not proc._LIVE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    try:
+        proc.kill_live_groups()
+        thread.join(timeout=30)
+        assert codes == [-9] and time.monotonic() - start < 10, codes
+        start = time.monotonic()
+        assert proc.run_group(["sleep", "60"], timeout=120).returncode == -9
+        assert time.monotonic() - start < 10
+    finally:
+        proc._STOPPING.clear()

@@ -126,6 +126,45 @@ def failure_text(tool: str, code: int, output: str) -> str:
             + f"\n{first_lines(output)}")
 
 
+# The process groups run_group and Streaming started that still run, by leader pid (the
+# group's id): an interrupt of a job kills them all (kill_live_groups), the tools that
+# threads started too, which no KeyboardInterrupt reaches (an export pool's torch
+# processes held an interrupted IREE batch for 45 s). Once it has, no tool starts.
+_LIVE: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def _started(pid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(pid)
+    if _STOPPING.is_set():  # started while the interrupt killed the others
+        _kill(pid)
+
+
+def _ended(pid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_live_groups() -> None:
+    """SIGKILL to every tool group this process started that still runs, and none
+    started after: what an interrupted job does first, so that it stops at once rather
+    than when its threads' tools end (their sessions get no signal from the terminal)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        _kill(pid)
+
+
 def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
               ) -> subprocess.CompletedProcess:
     """Runs argv in a process group of its own (a new session) to its end, its output
@@ -139,6 +178,7 @@ def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, **(env or {})})
+    _started(proc.pid)
     outs = (CappedOutput(log_cap_bytes()), CappedOutput(log_cap_bytes()))
     with proc:
         try:
@@ -151,6 +191,8 @@ def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
         except BaseException:
             _kill_group(proc)
             raise
+        finally:
+            _ended(proc.pid)
     return subprocess.CompletedProcess(proc.args, proc.returncode, outs[0].text(),
                                        outs[1].text())
 
@@ -313,6 +355,7 @@ class Streaming:
         except BaseException:
             self._close_log()
             raise
+        _started(self.proc.pid)
         if self._log is not None:
             self._copier = threading.Thread(target=self._copy_log, daemon=True)
             self._copier.start()
@@ -389,6 +432,7 @@ class Streaming:
         if self.proc.poll() is None:
             self.kill()  # first: the log's end waits for the worker's stderr to close
         self._close_log()
+        _ended(self.proc.pid)
 
 
 def tolerant_stdio() -> None:
