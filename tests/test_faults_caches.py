@@ -53,6 +53,9 @@ CASES = [
      "cleaner, a second run): a step's build inputs are gone (a FileNotFoundError "
      "traceback before); the bisection stops, naming the file", "its build in the cache "
      "is gone"),
+    ("bisect-cache-full", "`benchflow bisect`: the file system under --cache is full "
+     "(a 64 KiB tmpfs): one line naming --cache and its file system, exit 2 (a fault "
+     "naming neither, exit 3, before)", "refused a write: could not write"),
     ("ab-torch-none", "`benchflow ab`: a torch pair whose model's forward returns None "
      "(a forgotten `return`): the row failed before a block is timed, as the plain run "
      "fails the case", "TypeError: forward returned NoneType; expected a tensor"),
@@ -505,3 +508,21 @@ def test_a_build_removed_from_the_cache_mid_bisection_stops_it_in_one_line(tmp_p
         f"stopped by a fault of this machine, not of c2: {tmp_path / 'inputs.npz'}: "
         f"{WHY['bisect-cache-removed']}"), result["summary"]
     assert result["summary"].endswith("a longer budget would meet it again; rerun)")
+
+
+@pytest.mark.tool
+def test_a_full_disk_under_the_bisect_cache_names_it_and_its_file_system(tmp_path):
+    """The file system under --cache refused a step's write: bad input (exit 2) in one
+    line naming --cache and that file system (mount point, room), not a fault of no
+    named place with exit 3. A full disk elsewhere (TMPDIR) stays the machine's fault."""
+    from workflow.bisect.run import cache_refusal
+
+    with small_fs(tmp_path / "mnt", "full", None) as full:
+        cache = full / "bisect"
+        fault = f"could not write {cache}/builds/k/module.vmfb: No space left on device"
+        line = cache_refusal({"steps": [{"kind": "ends"}, {"fault": fault}]}, cache)
+        assert line.startswith(f"--cache {cache}: the file system mounted at "
+                               f"{tmp_path / 'mnt'} ("), line
+        assert WHY["bisect-cache-full"] in line and fault in line, line
+        elsewhere = fault.replace(str(cache), "/tmp/x")
+        assert cache_refusal({"steps": [{"fault": elsewhere}]}, cache) is None

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workflow.backends.output import machine_fault
 from workflow.backends.proc import run_python
 from workflow.bisect import dag
 from workflow.bisect import revisions as git
@@ -222,6 +223,9 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
     # (the rounds measure.scaled gives a final pair: FINAL_ROUNDS, at most max_rounds).
     final_rounds = scaled(ab, 1, final=True)["min_rounds"] if ab else FINAL_ROUNDS
     result = bisect(revisions, measure, final_rounds=final_rounds)
+    refused = cache_refusal(result, cache)
+    if refused:
+        raise ConfigError([refused])
     final = result.pop("final")
     result.update(kind=source.kind, where=source.where, case=case,
                   revisions=[r.name for r in revisions],
@@ -232,6 +236,41 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
         except ConfigError as exc:
             result["history"] = {"error": " ".join(exc.problems)}
     return result
+
+
+def cache_refusal(result: dict, cache: Path) -> str | None:
+    """The one line (exit 2) for a bisection stopped because the file system under
+    --cache refused a write (full, over quota, read-only): the cache is what the user
+    gave, and its file system what to free; no step could be judged there. None when
+    the bisection did not stop so (another file system's fault stays a fault, exit 3)."""
+    fault = next((s["fault"] for s in result.get("steps", []) if s.get("fault")), None)
+    if not fault or not machine_fault(fault) or str(cache) not in fault:
+        return None
+    return (f"--cache {cache}: {file_system_words(cache)} refused a write: {fault}; free "
+            "space there or name a --cache on another file system, and rerun (the builds "
+            "made so far are reused)")
+
+
+def file_system_words(path: Path) -> str:
+    """`the file system mounted at /mnt (12 KiB free of 64 KiB)` for the file system
+    holding `path` (its nearest existing folder)."""
+    import os
+
+    here = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    dev, mount = os.stat(here).st_dev, here
+    while mount.parent != mount and os.stat(mount.parent).st_dev == dev:
+        mount = mount.parent
+    st = os.statvfs(here)
+    return (f"the file system mounted at {mount} ({_size(st.f_bavail * st.f_frsize)} free "
+            f"of {_size(st.f_blocks * st.f_frsize)})")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n} GiB"
 
 
 # The first word of the result's line, as the gates and `history detect` head theirs.
