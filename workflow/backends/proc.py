@@ -233,11 +233,38 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+# Set by run_python for its worker (worker_main): the pid of the process that waits for
+# it, which the worker must not outlive.
+PARENT_ENV = "BENCHFLOW_WORKER_PARENT"
+# Linux's prctl option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
 def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=None):
     """Runs `python -m module args` in a fresh process: a crash or hang in torch or the
-    IREE runtime becomes a recorded failure instead of killing the Snakemake job."""
+    IREE runtime becomes a recorded failure instead of killing the Snakemake job. The
+    worker dies with this process (worker_main), even by `kill -9`."""
     return run_tool([sys.executable, "-m", module, *args], stage=stage, timeout=timeout, log=log,
-                    own_bug_exit=True)
+                    env={PARENT_ENV: str(os.getpid())}, own_bug_exit=True)
+
+
+def _die_with_parent() -> None:
+    """A worker of run_python is killed when the process that started it dies: in a
+    session of its own, it gets no signal of its parent's group, and after `kill -9` of
+    `benchflow bisect` its prepare process ran on for seconds, parentless (Linux's
+    PR_SET_PDEATHSIG; the thread that started it waits for it, so the thread ends only
+    after it does). Elsewhere nothing changes."""
+    parent = os.environ.pop(PARENT_ENV, None)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != parent:  # it died before the signal was asked for
+        os._exit(1)
 
 
 def run_attached(argv: list[str], *, out: IO[str] | None = None) -> int:
@@ -474,6 +501,7 @@ def worker_main(main: Callable[[list[str]], None]) -> None:
     where the disk ran out, which is nobody's bug (MACHINE_ERRNOS)."""
     from workflow.records.storage import WriteError
 
+    _die_with_parent()
     # A crash in torch or IREE's native code leaves its Python stack in the log.
     faulthandler.enable()
     tolerant_stdio()
