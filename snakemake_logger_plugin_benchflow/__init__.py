@@ -26,7 +26,10 @@ The terminal as it is: NO_COLOR (or --nocolor) prints no escape sequence at all;
 of 0 (COLUMNS=0, a terminal that reports 0 columns) is taken as 80, since rich prints
 nothing at width 0. Ctrl-C in Snakemake's command line: one `interrupted:` line and a
 summary that names no earlier report as this run's, instead of Snakemake's error blocks
-for the jobs it stopped, and exit status 130 (128 + SIGINT, as a shell reports it).
+for the jobs it stopped, and exit status 130 (128 + SIGINT, as a shell reports it). A
+SIGTERM (a CI job cancelled, `kill`) the same, exit 143: Snakemake's own answer to it
+waits for the running jobs to finish (minutes), or, when the jobs got it too, reports
+each as failed; here its jobs are stopped at once, as on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -65,8 +68,9 @@ DROPPED_IN_TEXT = (LogEvent.PROGRESS, LogEvent.JOB_FINISHED)
 # rich's width when the environment gives it none it can print at (COLUMNS=0).
 FALLBACK_WIDTH = 80
 # Exit statuses the logger sets at the run's end: after Ctrl-C, 128 + SIGINT (what a
-# shell reports for an interrupted tool, and what `benchflow` exits with); when its own
-# output could not be written, 1, as any tool whose output failed.
+# shell reports for an interrupted tool, and what `benchflow` exits with), after SIGTERM
+# 128 + SIGTERM; when its own output could not be written, 1, as any tool whose output
+# failed.
 INTERRUPTED = 130
 OUTPUT_LOST = 1
 
@@ -106,6 +110,10 @@ class LogHandler(LogHandlerBase):
         self.shown = DefaultFilter(cs.quiet, cs.debug_dag, cs.verbose, cs.dryrun,
                                    cs.printshellcmds)
         self.progress = Progress()
+        # Where the user typed the command: Snakemake makes its loggers before it changes
+        # to --directory, and the `cwd` of its WORKFLOW_STARTED record is already that
+        # directory, so the closing `reports:` line would be relative to the wrong one.
+        self.typed_in = os.getcwd()
         self.started = self.errors = self.closed = self.interrupted = False
         self.gone: set[int] = set()  # the descriptors whose reader went away (EPIPE)
         self.lost = False  # whether a stream of ours could not be written (not EPIPE)
@@ -113,6 +121,7 @@ class LogHandler(LogHandlerBase):
         # through us (a test or a script that imports the plugin keeps its own).
         self.exits = is_snakemake_cli(sys.argv[0] if sys.argv else "")
         self.previous_sigint = None
+        self.signum = signal.SIGINT  # the signal that interrupted the run
         if self.exits:
             self._hear_sigint()
 
@@ -137,10 +146,14 @@ class LogHandler(LogHandlerBase):
             return
 
         def heard(signum, frame) -> None:
+            if not self.interrupted:
+                self.signum = signum
             self.interrupted = True
             signal.default_int_handler(signum, frame)
 
         self.previous_sigint = signal.signal(signal.SIGINT, heard)
+        self.previous_sigterm = signal.signal(signal.SIGTERM, heard)
+        _term_as_interrupt(heard)
 
     def emit(self, record: logging.LogRecord) -> None:
         event = getattr(record, "event", None)
@@ -185,10 +198,10 @@ class LogHandler(LogHandlerBase):
         if event == LogEvent.WORKFLOW_STARTED:
             # Where the workflow runs: Snakemake is in that directory from the Snakefile's
             # `workdir:` (a suite in runs/<name>/, stages/suite_dir.py) or --directory
-            # until the run ends, and its outputs are relative to it; the record's `cwd`
-            # is where it started, which the report files are named from.
+            # until the run ends, and its outputs are relative to it; the report files are
+            # named from where the command was typed (self.typed_in).
             self.started = True
-            p.started(os.getcwd(), get("cwd") or os.getcwd())
+            p.started(os.getcwd(), self.typed_in)
         elif event == LogEvent.RUN_INFO:
             p.plan(get("stats") or {})
         elif event == LogEvent.JOB_INFO:
@@ -269,6 +282,7 @@ class LogHandler(LogHandlerBase):
         if self.previous_sigint is not None \
                 and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, self.previous_sigint)
+            signal.signal(signal.SIGTERM, self.previous_sigterm)
         if self.started and not self.common_settings.dryrun:
             if self.interrupted:
                 self.progress.interrupt()
@@ -286,7 +300,8 @@ class LogHandler(LogHandlerBase):
         the main thread) and catches Exception there, not SystemExit, so this is its
         exit status; what it skips of the API's cleanup, the interpreter's exit does
         (logging.shutdown flushes the log file, the temporary directory's finalizer)."""
-        status = INTERRUPTED if self.interrupted else OUTPUT_LOST if self.lost else None
+        status = (128 + self.signum if self.interrupted else OUTPUT_LOST if self.lost
+                  else None)
         if status is not None and self.exits \
                 and threading.current_thread() is threading.main_thread():
             raise SystemExit(status)
@@ -310,6 +325,22 @@ class LogHandler(LogHandlerBase):
     @property
     def needs_rulegraph(self) -> bool:
         return False
+
+
+def _term_as_interrupt(heard) -> None:
+    """SIGTERM as Ctrl-C. Snakemake's scheduler sets its own SIGTERM handler when it
+    starts, after the loggers (and records reach us from a queue's thread, where no
+    handler can be set): its `exit_gracefully`, which lets the running jobs finish
+    (minutes), while their own SIGTERM, when a CI runner signals the whole group, fails
+    them. Its handler is made ours, `heard`, which stops the jobs at once as on Ctrl-C.
+    Where a Snakemake without that method is installed, its own answer stays."""
+    try:
+        from snakemake.scheduling.job_scheduler import JobScheduler
+    except ImportError:
+        return
+    if hasattr(JobScheduler, "exit_gracefully"):
+        JobScheduler.exit_gracefully = lambda scheduler, signum=signal.SIGTERM, frame=None: \
+            heard(signal.SIGTERM, frame)
 
 
 def _descriptor(stream) -> int | None:

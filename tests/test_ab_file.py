@@ -230,3 +230,19 @@ def test_snakemake_builds_an_edited_ab_json_again_from_its_records(tmp_path):
         "no-difference", "regression"]
     again = snakemake(tmp_path, AB, "--configfile", suite, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout
+
+
+def test_a_huge_ratio_read_back_is_printed_in_a_few_digits():
+    """A row's ratio of 1e308 (a hand-edited or hostile ab.json): `{:.3f}` printed 310
+    digits. Large ratios are printed in significant digits; ordinary ones as before."""
+    from workflow.cli.ab import line
+    from workflow.stats.ratio_text import ratio_text
+
+    assert (ratio_text(1.5), ratio_text(1e308), ratio_text(12345.678)) == (
+        "1.500", "1e+308", "1.235e+04")
+    row = {"verdict": "regression", "base": "a", "new": "b", "workload": "w", "ratio": 1e308,
+           "ci95": [1e307, 1e308], "p_value": 0.01, "rounds": 8, "seconds": 1.0,
+           "stop_reason": "decided", "mde": 1e308}
+    text = line(row)
+    assert "x1e+308 [1e+307, 1e+308]" in text and "detectable x1e+308" in text, text
+    assert len(text) < 200, text

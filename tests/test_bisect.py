@@ -56,16 +56,20 @@ def git(repo, *args) -> str:
                           text=True).stdout.strip()
 
 
-def build_repo(repo, commits: dict[int, dict], n: int = 16, ab: dict | None = None) -> list[str]:
+def build_repo(repo, commits: dict[int, dict], n: int = 16, ab: dict | None = None,
+               skus: dict | None = None) -> list[str]:
     """n commits; commits[i] says what commit i (1-based) writes: model settings
     (width, rows: the local variable's name, comment) or an unrelated file; `ab`: the
-    suite's A/B settings instead of suite()'s. Returns the shas, oldest first."""
+    suite's A/B settings instead of suite()'s; `skus`: more SKUs. Returns the shas,
+    oldest first."""
     repo.mkdir()
     git(repo, "init", "-q")
     git(repo, "config", "user.email", "t@example.com")
     git(repo, "config", "user.name", "t")
     model = {"width": 256, "rows": "m", "comment": ""}
-    write_suite(repo / "suite.yaml", {**suite(), **({"ab": ab} if ab else {})})
+    settings = suite()
+    settings["skus"].update(skus or {})
+    write_suite(repo / "suite.yaml", {**settings, **({"ab": ab} if ab else {})})
     shas = []
     for i in range(1, n + 1):
         change = commits.get(i, {"notes": f"unrelated change {i}\n"})
@@ -214,10 +218,33 @@ CASES = [
      "--package 'numpy': bisect measures IREE cases"),
     ("bisect-bad-history", "the suite's history section (where the steps are kept) has "
      "an unknown key", "history: unknown key(s) ['paht']"),
+    ("bisect-cache-file", "--cache names a regular file (a traceback, NotADirectoryError "
+     "on its .locks, once keying began)", "is a regular file, not a directory; expected "
+     "a directory (the revisions' trees and builds are kept in it)"),
+    ("bisect-suite-uncommitted", "--configfile names a suite file never committed "
+     "(`<cache>/<sha>/tree/mine.yaml: file not found` before: a path the user never "
+     "named)", "--configfile: not in the revision --good"),
+    ("ab-cache-file", "`ab --base --new` with --cache a regular file, as bisect's",
+     "is a regular file, not a directory; expected a directory"),
+    ("ab-suite-uncommitted", "`ab --base --new --configfile` a suite file never "
+     "committed, as bisect's", "--configfile: not in the revision --base"),
+    ("bisect-device-absent", "a CUDA case bisected on a machine without CUDA (both ends "
+     "were built, tried twice, then not judged)", "no cuda device here"),
 ]
+# Refused in one line with exit 2 (the test below); the rows after them are checked by
+# their own tests, by id (WHY).
+REFUSED = list(CASES)
+CASES += [
+    ("bisect-model-exits", "a commit whose model calls os._exit(0) at import: the keying "
+     "process exits 0 without its answer (a FileNotFoundError traceback before); the "
+     "commit is skipped as a broken one",
+     "could not be keyed (prepare failed: the revision's process exited 0 without its "
+     "answer"),
+]
+WHY = {row[0]: row[-1] for row in CASES}
 
 
-@pytest.mark.parametrize("cid,desc,expected", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("cid,desc,expected", REFUSED, ids=[c[0] for c in REFUSED])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, cid, desc, expected):
     repo = tmp_path / "repo"
     if cid == "bisect-not-a-repo":
@@ -225,17 +252,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, cid, desc, expected)
         write_suite(repo / "suite.yaml", suite())
         shas = ["HEAD", "HEAD~1"]
     else:
-        shas = build_repo(repo, {})[:3]
+        shas = build_repo(repo, {}, skus={"gpu": {"iree": {
+            "target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}})[:3]
     if cid == "bisect-bad-history":  # the working copy's suite: read before measuring
         write_suite(repo / "suite.yaml", {**suite(), "history": {"paht": "h"}})
-    case = "sync/iree/nosuch/baseline" if cid == "bisect-unknown-case" else CASE
+    case = {"bisect-unknown-case": "sync/iree/nosuch/baseline",
+            "bisect-device-absent": CASE.replace("sync/", "gpu/")}.get(cid, CASE)
     good, bad = {"bisect-unknown-rev": ("nosuchrev", shas[-1]),
                  "bisect-good-after-bad": (shas[-1], shas[0])}.get(cid, (shas[0], shas[-1]))
     extra = ["--package", "numpy"] if cid == "bisect-unknown-package" else []
-    code = main(["bisect", case, "--good", good, "--bad", bad, "--configfile",
-                 str(repo / "suite.yaml"), "--cache", str(tmp_path / "cache"), *extra])
+    suite_file, cache = repo / "suite.yaml", tmp_path / "cache"
+    if cid.endswith("-suite-uncommitted"):
+        suite_file = repo / "mine.yaml"
+        write_suite(suite_file, suite())
+    if cid.endswith("-cache-file"):
+        cache.write_text("not a directory\n")
+    if cid.startswith("ab-"):
+        argv = ["ab", "--base", good, "--new", bad, "--output", str(tmp_path / "ab.json")]
+    else:
+        argv = ["bisect", case, "--good", good, "--bad", bad]
+    code = main([*argv, "--configfile", str(suite_file), "--cache", str(cache), *extra])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and expected in err[0], err
+    assert cache.is_file() or not (cache / "builds").exists()  # nothing was keyed
 
 
 def side_steps(shas: list[str]) -> tuple[list, dict]:
@@ -308,3 +347,32 @@ def test_without_a_store_the_steps_are_not_kept_and_none_is_made(tmp_path, monke
     assert kept["skipped"] == (f"history: no store at {config['path']}: the steps' "
                                "measurements were not kept (--store DIR keeps them there)")
     assert not (tmp_path / config["path"]).exists()
+
+
+def test_a_revision_whose_model_ends_the_process_is_a_broken_one(tmp_path):
+    """A model that calls os._exit(0) at import: the keying process exits 0 without its
+    answer. That revision could not be keyed (skipped as broken), never a traceback."""
+    from workflow.bisect.run import _unkeyed, call_prepare
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "model.py").write_text("import os\nos._exit(0)\n")
+    write_suite(tree / "suite.yaml", suite())
+    answer = call_prepare({"tree": str(tree), "suite": "suite.yaml", "case": CASE,
+                           "tools": {}, "label": "r1", "build": None},
+                          tmp_path / "logs" / "r1.log")
+    assert answer["failed"]["stage"] == "prepare", answer
+    assert answer["failed"]["error"].startswith(
+        "the revision's process exited 0 without its answer: its suite or a model file "
+        "ended the process"), answer
+    assert _unkeyed(answer).startswith(WHY["bisect-model-exits"])
+
+
+def test_a_long_reason_a_revision_was_skipped_for_is_cut_between_words():
+    """A skip reason past its 200 characters ended `... SyntaxErr`: cut at a space."""
+    from workflow.bisect.run import _unkeyed
+
+    error = "x" * 178 + " SyntaxError: invalid syntax (model.py, line 3)"
+    why = _unkeyed({"failed": {"stage": "prepare", "error": error}})
+    assert why == f"could not be keyed (prepare failed: {'x' * 178}...)", why
+    assert len(why) <= len("could not be keyed ()") + 200

@@ -29,11 +29,13 @@ MAIN = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_han
 
 
 def interrupted(argv: list[str], ready, tmp_path: Path, *, after_s: float = 0.0,
-                wait_s: float = 600.0, alone: bool = False) -> tuple[int, str, str]:
+                wait_s: float = 600.0, alone: bool = False,
+                sig: int = signal.SIGINT) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of `benchflow argv` given Ctrl-C once ready(stdout,
     stderr) holds (and `after_s` more seconds have passed); the test fails when the
     command ends first. `alone`: SIGINT to the benchflow process only (`kill -INT`, as
-    some CI runners cancel a job), not to its group."""
+    some CI runners cancel a job), not to its group; `sig`: another signal (SIGTERM, a
+    CI job cancelled)."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with open(out, "w") as o, open(err, "w") as e:
         proc = subprocess.Popen([sys.executable, "-c", MAIN, *map(str, argv)], stdout=o,
@@ -47,7 +49,7 @@ def interrupted(argv: list[str], ready, tmp_path: Path, *, after_s: float = 0.0,
             time.sleep(0.1)
         time.sleep(after_s)
         assert proc.poll() is None, "ended before it was interrupted"
-        (os.kill if alone else os.killpg)(proc.pid, signal.SIGINT)
+        (os.kill if alone else os.killpg)(proc.pid, sig)
         code = proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
@@ -56,9 +58,9 @@ def interrupted(argv: list[str], ready, tmp_path: Path, *, after_s: float = 0.0,
     return code, out.read_text(errors="replace"), err.read_text(errors="replace")
 
 
-def assert_one_line(code: int, err: str, start: str) -> None:
+def assert_one_line(code: int, err: str, start: str, sig: int = signal.SIGINT) -> None:
     assert "Traceback" not in err, err
-    assert code == 130, (code, err)  # 128 + SIGINT
+    assert code == 128 + sig, (code, err)  # 130 for SIGINT
     # The command's own line (snakemake's summary, above it in `ab`, may say so too).
     lines = [line for line in err.splitlines() if line.startswith("interrupted: benchflow")]
     assert len(lines) == 1 and lines[0].startswith(f"interrupted: {start}"), err
@@ -82,12 +84,16 @@ def reports(tmp_path: Path, n: int) -> list[Path]:
 
 
 @pytest.mark.tool
-def test_ctrl_c_in_history_ingest_keeps_the_store_usable(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_in_history_ingest_keeps_the_store_usable(tmp_path, sig):
+    """SIGTERM (a CI job cancelled) as Ctrl-C, exit 143: it ended benchflow without a
+    word, its work in whatever state the signal found it."""
     files, store = reports(tmp_path, 400), tmp_path / "store"
     # Once the store exists every file has been read: it is being written.
     code, _, err = interrupted(["history", "ingest", *files, "--store", store],
-                               lambda out, err: store.exists(), tmp_path, after_s=0.3)
-    assert_one_line(code, err, "benchflow history ingest; rerun it to add the rest")
+                               lambda out, err: store.exists(), tmp_path, after_s=0.3,
+                               sig=sig)
+    assert_one_line(code, err, "benchflow history ingest; rerun it to add the rest", sig)
     again = subprocess.run([sys.executable, "-m", "workflow.cli.main", "history", "ingest",
                             *map(str, files), "--store", str(store)], capture_output=True,
                            text=True, cwd=REPO, timeout=600)

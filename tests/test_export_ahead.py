@@ -79,3 +79,38 @@ def test_a_batch_exports_before_it_measures_and_a_crash_stays_its_case(tmp_path,
             assert record["cost"]["export_s"] > 0.5  # a torch process's export, not the reuse
     again = run({"run": 2})
     assert all(listed["reused"] for listed, _ in again.values())
+
+
+def test_an_interrupted_batch_keeps_the_members_it_measured(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM in the middle of an IREE batch: the cases measured before it
+    are kept as members (the rerun reuses them), as a batch that finished keeps them;
+    with no context, so that the rerun is never taken for a forced one."""
+    from workflow.records.storage import write_json
+    from workflow.stages import iree_batch
+    from workflow.stages.members import members_path, read_members
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tiny_suite(workloads=[{"model": "linear", "shapes": [[8, 16, 16], [8, 32, 16]]}])
+    cfg["skus"].pop("generic")
+    suite = load([write_suite(tmp_path / "s.yaml", cfg)])
+    (key, ) = suite.iree_batches
+    batch = iree_batch_path(key)
+    Path(batch).parent.mkdir(parents=True, exist_ok=True)
+    measured = []
+
+    def case_job(*, identity, case, **_):
+        if measured:
+            raise KeyboardInterrupt  # the second case: the interrupt while it runs
+        measured.append(identity["id"])
+        write_json(case, {"id": identity["id"], "status": "ok"})
+        return {"status": "ok"}
+
+    monkeypatch.setattr(iree_batch, "case_job", case_job)
+    with pytest.raises(KeyboardInterrupt):
+        batch_job(cases=iree_batch_plan(suite, *key), sku=suite.sku("host"),
+                  tolerances=keys.dtype_tolerances(suite.config["accuracy"]),
+                  timeouts=suite.config["timeouts"], gate=suite.config["goldens"],
+                  batch=batch, log=str(tmp_path / "batch.log"), threads=1)
+    assert not Path(batch).exists()  # unfinished: Snakemake runs it again
+    assert list(read_members(members_path(batch))) == measured and len(measured) == 1
+    assert json.loads(members_path(batch).read_text())["context"] is None

@@ -49,6 +49,13 @@ CASES = [
     ("bisect-enospc-build", "`benchflow bisect`: a revision's build in the cache fails "
      "with ENOSPC (the worker's one line): the machine's fault, the revision not skipped",
      "could not write"),
+    ("bisect-cache-removed", "`benchflow bisect`: its cache removed while it runs (a "
+     "cleaner, a second run): a step's build inputs are gone (a FileNotFoundError "
+     "traceback before); the bisection stops, naming the file", "its build in the cache "
+     "is gone"),
+    ("bisect-cache-full", "`benchflow bisect`: the file system under --cache is full "
+     "(a 64 KiB tmpfs): one line naming --cache and its file system, exit 2 (a fault "
+     "naming neither, exit 3, before)", "refused a write: could not write"),
     ("ab-torch-none", "`benchflow ab`: a torch pair whose model's forward returns None "
      "(a forgotten `return`): the row failed before a block is timed, as the plain run "
      "fails the case", "TypeError: forward returned NoneType; expected a tensor"),
@@ -479,3 +486,43 @@ def test_a_full_disk_under_a_re_measure_is_said_to_be_the_machines(tmp_path, mon
                      "goldens"]) == 3
     out = capsys.readouterr().out
     assert f"{WHY['remeasure-enospc']}: " in out and "No space left on device" in out
+
+
+def test_a_build_removed_from_the_cache_mid_bisection_stops_it_in_one_line(tmp_path):
+    """The bisect cache removed while a bisection runs (a cleaner, a second run): the
+    step's build inputs are gone. A fault of this machine that stops the bisection with
+    one line naming the file, never a FileNotFoundError traceback."""
+    from workflow.bisect.measure import measure_pair
+    from workflow.bisect.search import Revision, bisect
+    from workflow.regression.gate import UNJUDGED
+
+    side = _bisect_side(tmp_path / "inputs.npz")  # never written: removed with the cache
+
+    def measure(base, new, scale, final):
+        return measure_pair((base, new), (side, side), scale=scale,
+                            log=str(tmp_path / "bisect.log"), final=final)
+
+    result = bisect([Revision("c1", "a"), Revision("c2", "b")], measure)
+    assert result["outcome"] == UNJUDGED
+    assert result["summary"].startswith(
+        f"stopped by a fault of this machine, not of c2: {tmp_path / 'inputs.npz'}: "
+        f"{WHY['bisect-cache-removed']}"), result["summary"]
+    assert result["summary"].endswith("a longer budget would meet it again; rerun)")
+
+
+@pytest.mark.tool
+def test_a_full_disk_under_the_bisect_cache_names_it_and_its_file_system(tmp_path):
+    """The file system under --cache refused a step's write: bad input (exit 2) in one
+    line naming --cache and that file system (mount point, room), not a fault of no
+    named place with exit 3. A full disk elsewhere (TMPDIR) stays the machine's fault."""
+    from workflow.bisect.run import cache_refusal
+
+    with small_fs(tmp_path / "mnt", "full", None) as full:
+        cache = full / "bisect"
+        fault = f"could not write {cache}/builds/k/module.vmfb: No space left on device"
+        line = cache_refusal({"steps": [{"kind": "ends"}, {"fault": fault}]}, cache)
+        assert line.startswith(f"--cache {cache}: the file system mounted at "
+                               f"{tmp_path / 'mnt'} ("), line
+        assert WHY["bisect-cache-full"] in line and fault in line, line
+        elsewhere = fault.replace(str(cache), "/tmp/x")
+        assert cache_refusal({"steps": [{"fault": elsewhere}]}, cache) is None

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -232,6 +233,33 @@ def test_check_measures_an_inconclusive_case_again_and_judges_the_new_invocation
     assert argv[4].startswith("--input=4xf32=@") and "/gone/" not in argv[4]
 
 
+def test_check_from_another_directory_measures_with_the_runs_own_files(
+        on_disk, monkeypatch, capsys):
+    """`check --report n3/results/report.json` typed outside n3: the run stage, the
+    export and the module are read under n3, as the run wrote them, not under the
+    working directory (a raw `[Errno 2] ... 'results/run/...'` before)."""
+    report = on_disk / "results" / "report.json"
+    report.write_text(Path(inconclusive_report(on_disk)).read_text())
+    elsewhere = on_disk / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    calls = fake_benchmark(monkeypatch, [9.0] + [1.5, 1.52, 1.49, 1.51, 1.5])
+    assert main(["check", "--report", "../results/report.json", "--goldens",
+                 str(on_disk / "goldens")]) == 1
+    out = capsys.readouterr().out
+    assert f"REMEASURED {CID}: inconclusive -> regression: 5 new invocations" in out, out
+    argv = calls[0][0]
+    assert Path(argv[1].removeprefix("--module=")).resolve() == \
+        on_disk / "results/compile/host/w-f32/module.vmfb"
+    # A file the run lost is named where it was looked for.
+    (on_disk / "results/compile/host/w-f32/module.vmfb").unlink()
+    assert main(["check", "--report", "../results/report.json", "--goldens",
+                 str(on_disk / "goldens")]) == 3
+    out = capsys.readouterr().out
+    assert f"NOT REMEASURED {CID}: {on_disk}/results/compile/host/w-f32/module.vmfb is " \
+           f"absent (the run's directory {on_disk} holds results/ without it)" in out, out
+
+
 def test_a_re_measurement_that_is_still_inconclusive_exits_3(on_disk, monkeypatch, capsys):
     fake_benchmark(monkeypatch, [1.0] + [1.20, 0.98, 1.25, 1.00, 1.22])
     assert main(["check", "--report", inconclusive_report(on_disk), "--goldens",
@@ -269,8 +297,8 @@ def test_missing_files_say_which(on_disk, monkeypatch, capsys):
     fake_benchmark(monkeypatch, [])
     assert main(["check", "--report", inconclusive_report(on_disk), "--goldens",
                  "goldens"]) == 3
-    assert (f"NOT REMEASURED {CID}: results/compile/host/w-f32/module.vmfb is absent"
-            in capsys.readouterr().out)
+    assert (f"NOT REMEASURED {CID}: results/compile/host/w-f32/module.vmfb is absent "
+            "(the working directory holds results/ without it)" in capsys.readouterr().out)
 
 
 # --- benchflow ab and the ab rule --------------------------------------------------------

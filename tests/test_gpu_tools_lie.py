@@ -146,6 +146,17 @@ def test_a_truncated_kernel_table_is_a_profile_refused_with_the_reason(
     assert "unreadable nsys stats output" in section["error"] and expected in section["error"]
 
 
+def test_a_whole_kernel_table_without_its_last_newline_is_read():
+    """Only a row cut short is a truncation: the last row whole (every field, its quoted
+    name closed) but no newline after it is the whole table."""
+    from workflow.backends.iree.gpu_kernels import nsys_kernel_rows
+
+    whole = TABLE.read_text()
+    assert nsys_kernel_rows(whole.rstrip("\n")) == nsys_kernel_rows(whole)
+    with pytest.raises(ValueError, match=NSYS[0][-1]):
+        nsys_kernel_rows(whole.rstrip("\n")[:-1])  # its closing quote cut
+
+
 def test_cut_compile_statistics_are_refused_not_read_short():
     """The compile stage's own CSV (profile.compile_statistics) by the same rule: a file
     not ending in a newline, or a quote left open, is refused."""

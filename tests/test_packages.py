@@ -299,3 +299,14 @@ def test_the_index_answer_is_read_or_refused_in_one_line(monkeypatch, rc, stdout
     with pytest.raises(ConfigError) as err:
         packages.index_versions("torch")
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.tool
+def test_the_waiting_line_names_no_index_when_pip_asks_none(monkeypatch, tmp_path):
+    """PIP_NO_INDEX=1: pip asks only the find-links; the line said the default index."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    asked = packages.indexes()
+    assert asked == f"no index (pip's no-index is set), only the find-links {tmp_path}"
+    monkeypatch.setenv("PIP_NO_INDEX", "0")  # set, but off: the indexes as configured
+    assert str(tmp_path) in packages.indexes() and "no index" not in packages.indexes()

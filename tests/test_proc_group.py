@@ -85,3 +85,71 @@ def test_a_tool_that_ends_in_time_is_read_as_before(tmp_path):
     script.chmod(0o755)
     proc = capture([script], timeout=30)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
+
+
+@pytest.mark.tool
+def test_an_interrupt_kills_the_tools_of_every_thread_at_once():
+    """A job interrupted (Ctrl-C, SIGTERM: stages/job.py) kills the tools its threads run
+    too (an IREE batch's exports ahead), in sessions of their own that no terminal signal
+    reaches: the job stopped when they ended (45 s), not at the interrupt. None starts
+    after it."""
+    import threading
+
+    from workflow.backends import proc
+
+    codes: list[int] = []
+    thread = threading.Thread(
+        target=lambda: codes.append(proc.run_group(["sleep", "60"], timeout=120).returncode))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not proc._LIVE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    try:
+        proc.kill_live_groups()
+        thread.join(timeout=30)
+        assert codes == [-9] and time.monotonic() - start < 10, codes
+        start = time.monotonic()
+        assert proc.run_group(["sleep", "60"], timeout=120).returncode == -9
+        assert time.monotonic() - start < 10
+    finally:
+        proc._STOPPING.clear()
+
+
+@pytest.mark.tool
+def test_a_python_worker_dies_with_the_process_that_started_it(tmp_path):
+    """`kill -9` of a command (benchflow bisect) that waits for a worker of run_python (its
+    prepare process): the worker, in a session of its own, ran on for seconds without a
+    parent. It is killed with it."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "sleeper.py").write_text(
+        "import os, sys, time\nfrom workflow.backends.proc import worker_main\n"
+        "def main(argv):\n    open(argv[0], 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\nworker_main(main)\n")
+    pid_file = tmp_path / "worker.pid"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from workflow.backends.proc import run_python; "
+         f"run_python('sleeper', [{str(pid_file)!r}], stage='s', timeout=120)"],
+        env={**os.environ, "PYTHONPATH": f"{REPO}:{tmp_path}"})
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert parent.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(worker), "the worker outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

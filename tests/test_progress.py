@@ -317,8 +317,9 @@ def test_the_plain_snakemake_command_prints_cases_eta_and_summary(tmp_path):
     summary = out.split("benchflow summary")[1]
     assert "finished: 2 cases: 1 ok, 1 failed" in summary
     assert re.search(rf"^  failed +{re.escape(FAILED_ID)}  — ", summary, re.M)
-    assert "reports: results/report.md, results/report.html, results/report.csv, " \
-           "results/report.json" in summary
+    # Named from where the command was typed (pytest's directory, not above tmp_path).
+    assert f"reports: {tmp_path}/results/report.md, {tmp_path}/results/report.html, " \
+           f"{tmp_path}/results/report.csv, {tmp_path}/results/report.json" in summary
 
     proc = snakemake(tmp_path, "--configfile", str(suite), "--forcerun", "iree_batch",
                      "--logger-benchflow-format", "json",

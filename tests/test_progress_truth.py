@@ -166,6 +166,27 @@ def test_an_interrupted_summary_counts_what_was_measured_and_names_no_old_report
     assert "failed job" not in text
 
 
+def test_an_ab_only_run_names_the_ab_table_it_wrote_as_its_own(tmp_path):
+    """The first `benchflow ab` in an empty directory: the A/B table it has just written
+    is this run's report file, not `stale, from an earlier run`; a report there from
+    before is the earlier run's."""
+    row = tmp_path / "results/ab/host/generic/linear.json"
+    write_json(row, ab_row())
+    p = stages.Progress(tmp_path)
+    p.plan({"ab_pair": 1, "ab": 1, "total": 2})
+    finish(p, 1, "ab_pair", str(row.relative_to(tmp_path)))
+    write_json(tmp_path / paths.AB, {"pairs": [ab_row()]})
+    finish(p, 2, "ab", paths.AB)
+    lines = summary_lines(p.summary(success=True))
+    assert "reports: results/ab.json" in lines, lines
+    assert not [x for x in lines if "stale" in x or "none made" in x], lines
+    write_json(tmp_path / paths.REPORT, iree_report())  # an earlier run's report
+    lines = summary_lines(p.summary(success=True))
+    assert lines[-2:] == ["reports: results/ab.json", "stale, from an earlier run: "
+                          "results/report.json (not made by this run: the report was "
+                          "not one of its targets)"], lines
+
+
 # --- item 1: a suite that works in runs/<name>/ -------------------------------------------
 
 def plain_snakemake(*args: str) -> list[str]:
@@ -216,9 +237,17 @@ def _own_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def run_until_interrupted(cmd: list[str], ready: str, out: Path) -> int:
+# How long an interrupted run may take to stop: 1.6 s here when the machine is idle
+# (an IREE batch whose exports ahead ran on took 45 s, Snakemake's own SIGTERM waits
+# for the jobs); the margin is for a loaded CI machine.
+STOP_S = 10
+
+
+def run_until_interrupted(cmd: list[str], ready: str, out: Path,
+                          sig: int = signal.SIGINT) -> tuple[int, float]:
     """Runs `cmd` in a process group of its own (as a shell runs a command), gives the
-    group SIGINT (the terminal's Ctrl-C) 3 s after `ready` is in its output."""
+    group `sig` (SIGINT: the terminal's Ctrl-C; SIGTERM: a CI job cancelled) 3 s after
+    `ready` is in its output; its exit status, and the seconds it took to stop."""
     with open(out, "w") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True, preexec_fn=_own_sigint)
@@ -230,8 +259,10 @@ def run_until_interrupted(cmd: list[str], ready: str, out: Path) -> int:
             time.sleep(0.2)
         time.sleep(3)
         assert proc.poll() is None, out.read_text()
-        os.killpg(proc.pid, signal.SIGINT)
-        return proc.wait(timeout=120)
+        os.killpg(proc.pid, sig)
+        start = time.monotonic()
+        code = proc.wait(timeout=120)
+        return code, time.monotonic() - start
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -239,11 +270,14 @@ def run_until_interrupted(cmd: list[str], ready: str, out: Path) -> int:
 
 
 @pytest.mark.e2e
-def test_ctrl_c_says_what_was_measured_names_no_old_report_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_says_what_was_measured_names_no_old_report_and_exits_130(tmp_path, sig):
     """A torch case that sleeps 60 s per call, interrupted while its batch runs, in a
     directory with an earlier run's report: one `interrupted:` line, a summary that calls
     that report an earlier run's, none of Snakemake's error blocks for the job it stopped,
-    exit 130, and no lock left to refuse the rerun."""
+    exit 130 (143 for SIGTERM: a CI job cancelled, which printed a WorkflowError and
+    `FAILED ... failed job: run_torch`), stopped within STOP_S, and no lock left to
+    refuse the rerun."""
     suite = write_suite(tmp_path / "suite.yaml", {
         "suite_name": "sleepy", "model_modules": [str(DATA / "extra_models.py")],
         "skus": {"host": {"iree": {"target_cpu": "host"},
@@ -256,19 +290,44 @@ def test_ctrl_c_says_what_was_measured_names_no_old_report_and_exits_130(tmp_pat
     # Forced: Snakemake takes an existing report as it is, without running its inputs.
     cmd = plain_snakemake("--directory", str(work), "--configfile", str(suite),
                           "--forcerun", "run_torch", "--", "all")
-    code = run_until_interrupted(cmd, "localrule run_torch:", tmp_path / "out.txt")
+    code, seconds = run_until_interrupted(cmd, "localrule run_torch:", tmp_path / "out.txt",
+                                          sig)
     out = (tmp_path / "out.txt").read_text()
-    assert code == 130, out
+    assert code == 128 + sig, out
+    assert seconds < STOP_S, (seconds, out)
     said = [line for line in out.splitlines() if line.startswith("interrupted:")]
     assert said == ["interrupted: 0 cases measured (0 of 1 measuring job finished); rerun "
                     "to finish, finished cases are kept"], out
     summary = out.split("benchflow summary")[1]
     assert ("reports: none made by this run (it was interrupted before its report step); "
-            "stale, from an earlier run: results/report.json") in summary, summary
+            f"stale, from an earlier run: {work}/results/report.json") in summary, summary
     assert "before the interrupt: 0 cases" in summary and "FAILED" not in out
     assert "Error in rule" not in out and "WorkflowError" not in out, out
     assert "Logging error" not in out
     assert not list((work / ".snakemake" / "locks").glob("*")), "a lock left behind"
+
+
+DIRECTORY_SNAKEFILE = """
+rule all:
+    input: "results/report.md"
+
+rule report:
+    output: json="results/report.json", md="results/report.md"
+    shell: "echo '{{}}' > {output.json}; touch {output.md}"
+"""
+
+
+@pytest.mark.e2e
+def test_reports_are_named_from_where_the_command_was_typed_not_from_directory(tmp_path):
+    """`snakemake --directory work`, typed in the directory above: the report files are
+    named as the user reaches them from there (work/results/...), not from work/."""
+    (tmp_path / "Snakefile").write_text(DIRECTORY_SNAKEFILE)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", "Snakefile",
+                           "--directory", "work", "--cores", "1", "--logger", "benchflow"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "reports: work/results/report.md, work/results/report.json" in out, out
 
 
 # --- item 12: the terminal environment -----------------------------------------------------

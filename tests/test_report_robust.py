@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, fast_bench_files, snakemake, tiny_suite, write_suite
-from workflow.paths import BF_CASE, REPORT, REPORT_DAMAGED, REPORT_DERIVED
+from workflow.backends.git import git_sha
+from workflow.paths import BF_CASE, REPO_ROOT, REPORT, REPORT_DAMAGED, REPORT_DERIVED
 from workflow.records.case import unsupported_case
 from workflow.stages.plan import report_records
 from workflow.stages.report import RECORD_STAGE, aggregate, damage_note
@@ -111,6 +112,14 @@ def test_each_damaged_record_is_a_failed_case_with_its_reason(planned):
     assert note["count"] == 1 and sorted(note["records"].values()) == sorted(damaged)
     aggregate(records, REPORT, note=REPORT_DAMAGED, **PROVENANCE)
     assert damage_note(REPORT_DAMAGED)["count"] == 2
+
+
+def test_the_report_names_the_checkouts_commit_from_a_directory_outside_it(planned):
+    """`snakemake --directory D` runs in D, often no repository: the commit is the
+    checkout's that holds the Snakefile, as `benchflow run` records it."""
+    assert git_sha(".") is None  # the fixture's directory is no repository
+    report = aggregate(planned[1], REPORT, **PROVENANCE)
+    assert report["provenance"]["git_sha"] == git_sha(REPO_ROOT) is not None
 
 
 def test_a_new_report_removes_the_renders_of_the_old_one(planned):

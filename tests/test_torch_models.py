@@ -50,7 +50,7 @@ def test_every_upstream_file_is_copied_with_its_source_and_validates():
         assert f"`{path.relative_to(TORCH.parent.parent)}`" in sources, path
         checked = check_file(path)
         kind = "torch_module" if path.parent.name == "modules" else "torch_test"
-        assert checked == (kind, []), (path, checked)
+        assert (checked.kind, checked.problems) == (kind, []), (path, checked)
 
 
 def test_a_torch_models_test_given_as_a_sharktank_file_says_what_it_looks_like():
@@ -238,7 +238,7 @@ def test_a_hip_test_is_skipped_on_a_cpu_sku_and_a_bad_marker_is_refused(tmp_path
 def place(tmp_path: Path) -> Path:
     """The clip MLIR and weights in the harness's layout (a manifest and its files)."""
     azure = tmp_path / "azure"
-    azure.mkdir()
+    azure.mkdir(parents=True)
     (azure / "m.mlir").write_text(PARAMS_MLIR)
     (azure / "w.irpa").write_bytes(b"\0")
     (azure / "manifest.json").write_text(json.dumps({CLIP_MLIR_URL: "m.mlir",
@@ -284,6 +284,21 @@ def test_a_benchmark_and_a_quality_test_of_one_module_are_told_apart(tmp_path):
     assert rows == {"torch_models.clip_cpu_benchmark": "clip_cpu_benchmark",
                     "torch_models.clip_cpu_random_benchmark": "clip_cpu_random_benchmark",
                     "torch_models.clip_cpu_quality": "clip_cpu_quality"}
+
+
+def test_a_relative_artifact_directory_is_read_once_from_where_the_suite_is_read(
+        tmp_path, monkeypatch):
+    """`artifacts: downloads`: the listing found the MLIR in ./downloads, the run looked
+    for it under the test file directory (<test_files>/downloads/...), which does not
+    exist: every path of a case is the one the listing checked."""
+    monkeypatch.chdir(tmp_path)
+    azure = place(tmp_path / "downloads")
+    sel = selected(suite(tmp_path, markers="quick and benchmark and not random",
+                         artifacts="downloads"))
+    f = sel.file("torch_models.clip_cpu_benchmark")
+    assert f.not_runnable() is None
+    assert f.mlir == azure / "m.mlir" and f.mlir.is_absolute() and f.mlir.is_file()
+    assert f.input_files() == [str(azure / "w.irpa")]
 
 
 def test_a_module_flag_off_the_allow_list_skips_its_tests_naming_it(tmp_path):

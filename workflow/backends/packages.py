@@ -176,13 +176,21 @@ def indexes() -> str:
                        timeout=CONFIG_TIMEOUT_S)
     except (Timeout, OSError):
         return "pip's configured index"
-    found: dict[str, None] = {}
-    for key in ("index-url", "extra-index-url", "find-links"):
+    def last(key: str) -> list[str]:  # the last one wins: the environment's over files'
         values = re.findall(rf"^\S*\.{key}='([^']*)'", done.stdout, re.MULTILINE)
-        for value in values[-1:]:  # the last one wins: the environment's over the files'
-            found.update(dict.fromkeys(value.split()))
-    if not re.search(r"\.index-url=", done.stdout):
+        return values[-1].split() if values else []
+
+    # no-index (PIP_NO_INDEX=1): pip asks no index at all, only the find-links.
+    no_index = [v.lower() for v in last("no-index")] in (["1"], ["true"], ["yes"], ["on"])
+    keys = ("find-links",) if no_index else ("index-url", "extra-index-url", "find-links")
+    found: dict[str, None] = {}
+    for key in keys:
+        found.update(dict.fromkeys(last(key)))
+    if not no_index and not re.search(r"\.index-url=", done.stdout):
         found = {"https://pypi.org/simple": None, **found}
+    if no_index:
+        return ("no index (pip's no-index is set), only the find-links "
+                + (", ".join(found) if found else "(none set)"))
     return ", ".join(found)
 
 

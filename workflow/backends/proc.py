@@ -126,6 +126,45 @@ def failure_text(tool: str, code: int, output: str) -> str:
             + f"\n{first_lines(output)}")
 
 
+# The process groups run_group and Streaming started that still run, by leader pid (the
+# group's id): an interrupt of a job kills them all (kill_live_groups), the tools that
+# threads started too, which no KeyboardInterrupt reaches (an export pool's torch
+# processes held an interrupted IREE batch for 45 s). Once it has, no tool starts.
+_LIVE: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def _started(pid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(pid)
+    if _STOPPING.is_set():  # started while the interrupt killed the others
+        _kill(pid)
+
+
+def _ended(pid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_live_groups() -> None:
+    """SIGKILL to every tool group this process started that still runs, and none
+    started after: what an interrupted job does first, so that it stops at once rather
+    than when its threads' tools end (their sessions get no signal from the terminal)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        pids = list(_LIVE)
+    for pid in pids:
+        _kill(pid)
+
+
 def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
               ) -> subprocess.CompletedProcess:
     """Runs argv in a process group of its own (a new session) to its end, its output
@@ -139,6 +178,7 @@ def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, **(env or {})})
+    _started(proc.pid)
     outs = (CappedOutput(log_cap_bytes()), CappedOutput(log_cap_bytes()))
     with proc:
         try:
@@ -151,6 +191,8 @@ def run_group(argv: list[str], *, timeout: float, env: dict | None = None,
         except BaseException:
             _kill_group(proc)
             raise
+        finally:
+            _ended(proc.pid)
     return subprocess.CompletedProcess(proc.args, proc.returncode, outs[0].text(),
                                        outs[1].text())
 
@@ -191,11 +233,38 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+# Set by run_python for its worker (worker_main): the pid of the process that waits for
+# it, which the worker must not outlive.
+PARENT_ENV = "BENCHFLOW_WORKER_PARENT"
+# Linux's prctl option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
 def run_python(module: str, args: list[str], *, stage: str, timeout: float, log=None):
     """Runs `python -m module args` in a fresh process: a crash or hang in torch or the
-    IREE runtime becomes a recorded failure instead of killing the Snakemake job."""
+    IREE runtime becomes a recorded failure instead of killing the Snakemake job. The
+    worker dies with this process (worker_main), even by `kill -9`."""
     return run_tool([sys.executable, "-m", module, *args], stage=stage, timeout=timeout, log=log,
-                    own_bug_exit=True)
+                    env={PARENT_ENV: str(os.getpid())}, own_bug_exit=True)
+
+
+def _die_with_parent() -> None:
+    """A worker of run_python is killed when the process that started it dies: in a
+    session of its own, it gets no signal of its parent's group, and after `kill -9` of
+    `benchflow bisect` its prepare process ran on for seconds, parentless (Linux's
+    PR_SET_PDEATHSIG; the thread that started it waits for it, so the thread ends only
+    after it does). Elsewhere nothing changes."""
+    parent = os.environ.pop(PARENT_ENV, None)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != parent:  # it died before the signal was asked for
+        os._exit(1)
 
 
 def run_attached(argv: list[str], *, out: IO[str] | None = None) -> int:
@@ -313,6 +382,7 @@ class Streaming:
         except BaseException:
             self._close_log()
             raise
+        _started(self.proc.pid)
         if self._log is not None:
             self._copier = threading.Thread(target=self._copy_log, daemon=True)
             self._copier.start()
@@ -389,6 +459,7 @@ class Streaming:
         if self.proc.poll() is None:
             self.kill()  # first: the log's end waits for the worker's stderr to close
         self._close_log()
+        _ended(self.proc.pid)
 
 
 def tolerant_stdio() -> None:
@@ -430,6 +501,7 @@ def worker_main(main: Callable[[list[str]], None]) -> None:
     where the disk ran out, which is nobody's bug (MACHINE_ERRNOS)."""
     from workflow.records.storage import WriteError
 
+    _die_with_parent()
     # A crash in torch or IREE's native code leaves its Python stack in the log.
     faulthandler.enable()
     tolerant_stdio()

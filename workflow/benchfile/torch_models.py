@@ -13,6 +13,7 @@ directory (the harness compiles there). The plan of their cases is torch_plan.py
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,17 @@ class Dirs:
 
     @classmethod
     def of(cls, spec: dict) -> Dirs:
-        external = Path(spec["external_files"] or spec["modules"])
-        return cls(Path(spec["test_files"]), Path(spec["modules"]), external,
-                   Path(spec["artifacts"]) if spec.get("artifacts") else external)
+        """The suite's directories, made absolute here, once, from the directory the
+        suite is read in (as its other paths are: stages/suite_dir.CWD_RELATIVE). A
+        relative one passed on would be read again against another directory: a module's
+        MLIR becomes the record's `mlir_file_path`, which the run reads relative to the
+        benchmarks root (the test file directory), not to where the listing found it."""
+        def absolute(path: str) -> Path:
+            return Path(os.path.abspath(os.path.expanduser(path)))
+
+        external = absolute(spec["external_files"] or spec["modules"])
+        return cls(absolute(spec["test_files"]), absolute(spec["modules"]), external,
+                   absolute(spec["artifacts"]) if spec.get("artifacts") else external)
 
 
 def _run_arg_problems(data: dict, source: str) -> list[str]:

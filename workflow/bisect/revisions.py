@@ -115,6 +115,20 @@ def require_ancestor(repo: Path, older: str, newer: str, what: str, refusal: str
         raise ConfigError([refusal]) from None
 
 
+def require_suite_at(repo: Path, rel: str, sha: str, flag: str, rev: str) -> None:
+    """ConfigError unless the suite file `rel` is in commit `sha` (named `flag rev` on
+    the command line): the suite is read from each revision's tree, and a file never
+    committed there is the user's file missing from the revision, not a path in the
+    cache they never named."""
+    try:
+        _git(repo, "cat-file", "-e", f"{sha}:{rel}")
+    except StageError:
+        raise ConfigError([f"{rel}: --configfile: not in the revision {flag} {rev!r} "
+                           f"({sha[:12]}) of {repo}; expected the suite file committed "
+                           "there (it is read at each revision): commit it, or name a "
+                           "suite file the revision holds"]) from None
+
+
 def dirty_files(repo: Path) -> list[str]:
     """The tracked files with uncommitted changes, as `git status --porcelain` lists
     them; --no-optional-locks: reading never takes the index lock or rewrites the

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workflow.backends.output import machine_fault
 from workflow.backends.proc import run_python
 from workflow.bisect import dag
 from workflow.bisect import revisions as git
@@ -22,6 +23,8 @@ from workflow.bisect.search import Revision, Step, bisect
 from workflow.errors import ConfigError, StageError
 from workflow.records.storage import read_json
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.render.text import clipped
+from workflow.stats.ratio_text import ratio_text
 
 # The packages whose releases an IREE case is bisected over, and the SKU keys their
 # tools become (the suite's own per-SKU tool keys: suite/load.py).
@@ -55,6 +58,8 @@ def commit_source(repo: Path | None, suite: Path, good: str, bad: str, cache: Pa
     root = git.repo_root(repo or suite.resolve().parent)
     rel = git.suite_in_repo(root, suite)
     names = git.commits(root, good, bad)
+    for sha, flag, rev in ((names[0], "--good", good), (names[-1], "--bad", bad)):
+        git.require_suite_at(root, rel, sha, flag, rev)
     return Source("commit", str(root), rel, names,
                   tree=lambda sha: git.materialize(root, sha, cache),
                   suite_dir=suite.resolve().parent)
@@ -98,7 +103,18 @@ def call_prepare(request: dict, log: Path, timeout: float = KEY_TIMEOUT_S) -> di
                        stage="prepare", timeout=timeout, log=str(log))
         except StageError as exc:
             return {"failed": {"stage": exc.stage, "error": exc.message}}
-        return read_json(answer)
+        # A process that exited 0 without its answer, or with one cut short, is this
+        # revision's failure, as one that raised is: its suite or a model file ended the
+        # process (os._exit(0) at import), it is no fault of benchflow's.
+        try:
+            return read_json(answer)
+        except FileNotFoundError:
+            why = "without its answer"
+        except (OSError, ValueError) as exc:
+            why = f"with an answer that cannot be read ({exc})"
+        return {"failed": {"stage": "prepare", "error": (
+            f"the revision's process exited 0 {why}: its suite or a model file ended "
+            f"the process (os._exit?); its log: {log}")}}
 
 
 def _prepare(source: Source, name: str, case: str, cache: Path, build: bool) -> dict:
@@ -136,6 +152,8 @@ def keyed(source: Source, case: str, cache: Path,
         progress.prepared += 1
         if prepared.get("error") and name in ends:
             raise ConfigError([prepared["error"]])
+        if name in ends and not prepared.get("failed"):
+            _require_device(prepared, case, source.label(name))
         ab = ab or prepared.get("ab") or {}
         keys[name] = prepared.get("key") or f"? {name}"
         read[name] = dag.paths_read(prepared, source.suite)
@@ -145,6 +163,20 @@ def keyed(source: Source, case: str, cache: Path,
             for n in names], ab
 
 
+def _require_device(prepared: dict, case: str, label: str) -> None:
+    """ConfigError, before anything is built, when the case's device is not on this
+    machine (a CUDA case on a machine without CUDA): every step times the case here, so
+    both ends would be built, tried twice, and judged by nothing. `ab --base --new`
+    lists such a case as compiled only; a bisection has nothing else to do with it."""
+    from workflow.backends.iree.tools import device_absent_reason
+
+    absent = device_absent_reason(prepared["sku"]["iree"]["device"])
+    if absent:
+        raise ConfigError([f"case {case!r} at {label}: {absent}; bisect times the case on "
+                           "this machine: run it where its device is (expected a case whose "
+                           "device this machine has)"])
+
+
 def _unkeyed(prepared: dict) -> str | None:
     """Why a revision could not be keyed, in one line (None: it was)."""
     failed = prepared.get("failed")
@@ -152,7 +184,7 @@ def _unkeyed(prepared: dict) -> str | None:
     if not why:
         return None
     line = next((part for part in str(why).splitlines() if part.strip()), str(why))
-    return f"could not be keyed ({line[:200]})"
+    return f"could not be keyed ({clipped(line, 200)})"
 
 
 # keep(steps, built) -> what became of them in the history (bisect/history.keep).
@@ -190,7 +222,7 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
                             final=final)
         step.row["measured_at"] = started
         measured.append(step)
-        say(f"  {step.verdict}" + (f" x{step.ratio:.3f}" if step.ratio else "")
+        say(f"  {step.verdict}" + (f" x{ratio_text(step.ratio)}" if step.ratio else "")
             + (f" in {step.rounds} rounds" if step.rounds else "")
             + (f" ({step.row.get('error')})" if step.row.get("error") else ""))
         return step
@@ -199,6 +231,9 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
     # (the rounds measure.scaled gives a final pair: FINAL_ROUNDS, at most max_rounds).
     final_rounds = scaled(ab, 1, final=True)["min_rounds"] if ab else FINAL_ROUNDS
     result = bisect(revisions, measure, final_rounds=final_rounds)
+    refused = cache_refusal(result, cache)
+    if refused:
+        raise ConfigError([refused])
     final = result.pop("final")
     result.update(kind=source.kind, where=source.where, case=case,
                   revisions=[r.name for r in revisions],
@@ -209,6 +244,41 @@ def run(source: Source, case: str, cache: Path, *, say=print, keep: Keep | None 
         except ConfigError as exc:
             result["history"] = {"error": " ".join(exc.problems)}
     return result
+
+
+def cache_refusal(result: dict, cache: Path) -> str | None:
+    """The one line (exit 2) for a bisection stopped because the file system under
+    --cache refused a write (full, over quota, read-only): the cache is what the user
+    gave, and its file system what to free; no step could be judged there. None when
+    the bisection did not stop so (another file system's fault stays a fault, exit 3)."""
+    fault = next((s["fault"] for s in result.get("steps", []) if s.get("fault")), None)
+    if not fault or not machine_fault(fault) or str(cache) not in fault:
+        return None
+    return (f"--cache {cache}: {file_system_words(cache)} refused a write: {fault}; free "
+            "space there or name a --cache on another file system, and rerun (the builds "
+            "made so far are reused)")
+
+
+def file_system_words(path: Path) -> str:
+    """`the file system mounted at /mnt (12 KiB free of 64 KiB)` for the file system
+    holding `path` (its nearest existing folder)."""
+    import os
+
+    here = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
+    dev, mount = os.stat(here).st_dev, here
+    while mount.parent != mount and os.stat(mount.parent).st_dev == dev:
+        mount = mount.parent
+    st = os.statvfs(here)
+    return (f"the file system mounted at {mount} ({_size(st.f_bavail * st.f_frsize)} free "
+            f"of {_size(st.f_blocks * st.f_frsize)})")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n} GiB"
 
 
 # The first word of the result's line, as the gates and `history detect` head theirs.

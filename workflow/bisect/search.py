@@ -27,8 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from workflow.backends.output import machine_fault
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict
+from workflow.stats.ratio_text import ratio_text
 
 # The larger budget an inconclusive step is measured again with: twice the rounds and
 # seconds (bisect.measure scales the suite's `ab` settings by it).
@@ -115,9 +117,11 @@ def fault_of(step: Step) -> str | None:
 
 
 def _fault_summary(step: Step, what: str) -> str:
+    # A refused write is freed by the user; a build the cache lost is made again.
+    fix = ("free the space or make the file system writable, and rerun: the builds made "
+           "are reused" if machine_fault(fault_of(step) or "") else "rerun")
     return (f"stopped by a fault of this machine, not of {step.new}: {fault_of(step)}; "
-            f"{what} (not retried: a longer budget would meet it again; free the space "
-            "or make the file system writable, and rerun: the builds made are reused)")
+            f"{what} (not retried: a longer budget would meet it again; {fix})")
 
 
 def _decided(measure: Measure, base: str, new: str, kind: str,
@@ -258,7 +262,7 @@ def bisect(revisions: list[Revision], measure: Measure, final_rounds: int = 0) -
     if ends.verdict in (ABVerdict.NO_DIFFERENCE, ABVerdict.IMPROVEMENT):
         what = "no difference" if ends.verdict == ABVerdict.NO_DIFFERENCE else "faster"
         return done(PASSED, f"no bad revision: {revisions[-1].name} is {what} against "
-                            f"{good} (x{ends.ratio:.3f})")
+                            f"{good} (x{ratio_text(ends.ratio)})")
     if fault_of(ends):
         return done(UNJUDGED, _fault_summary(ends, "nothing bisected"))
     if ends.verdict != ABVerdict.REGRESSION:
@@ -298,6 +302,6 @@ def _answer(result: dict, graph: _Graph, walked: dict, measure: Measure,
     if fault_of(final):
         return (f"first bad revision: {bad}; its final pair against {lo} was stopped by a "
                 f"fault of this machine: {fault_of(final)}")
-    return (f"first bad revision: {bad} (x{final.ratio:.3f} against {lo}, "
+    return (f"first bad revision: {bad} (x{ratio_text(final.ratio)} against {lo}, "
             f"{final.verdict})" if final.ratio is not None else
             f"first bad revision: {bad} (against {lo}: {final.verdict})")

@@ -57,6 +57,8 @@ def revisions(repo: Path | None, suite: Path, base: str, new: str) -> Revisions:
     root = git.repo_root(repo or suite.resolve().parent)
     rel = git.suite_in_repo(root, suite)
     b, n = git.resolve(root, base, "--base"), git.resolve(root, new, "--new")
+    for sha, flag, rev in ((b, "--base", base), (n, "--new", new)):
+        git.require_suite_at(root, rel, sha, flag, rev)
     git.require_ancestor(root, b, n, f"--base {base!r} .. --new {new!r}",
                          f"{root}: --base {base!r} is not an ancestor of --new {new!r}; "
                          "expected the base the new revision was made from (a pull "

@@ -26,6 +26,7 @@ from workflow.render import ab as ab_render
 from workflow.render.text import printable
 from workflow.stages.gates import ab_gate
 from workflow.stats.enums import ABVerdict
+from workflow.stats.ratio_text import ratio_text
 
 
 def add_parser(sub) -> None:
@@ -86,10 +87,10 @@ def line(row: dict) -> str:
     if row["verdict"] == ABVerdict.FAILED:
         return f"{head}  ({row.get('failed_stage')}: {row.get('error')})"
     ci = row.get("ci95") or row.get("ci")
-    interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[no interval]"
-    mde = f"x{row['mde']:.3f}" if row.get("mde") else "none"
+    interval = f"[{ratio_text(ci[0])}, {ratio_text(ci[1])}]" if ci else "[no interval]"
+    mde = f"x{ratio_text(row['mde'])}" if row.get("mde") else "none"
     notes = [n for n in (ab_render.protocol_note(row), ab_render.decide_note(row)) if n]
-    return (f"{head}  x{row['ratio']:.3f} {interval} p={row['p_value']:.3g}  "
+    return (f"{head}  x{ratio_text(row['ratio'])} {interval} p={row['p_value']:.3g}  "
             f"{row['rounds']} rounds, {row['seconds']:.1f} s ({row['stop_reason']}), "
             f"detectable {mde}" + "".join(f"; {n}" for n in notes))
 
@@ -119,7 +120,7 @@ def run_revisions(args: argparse.Namespace) -> int:
 
     from workflow.bisect import suite_ab
     from workflow.bisect.history import check_store, store_settings
-    from workflow.cli.bisect import default_cache
+    from workflow.cli.bisect import cache_directory
     from workflow.errors import ConfigError
     from workflow.files import file_problem
     from workflow.records.storage import write_json
@@ -136,8 +137,8 @@ def run_revisions(args: argparse.Namespace) -> int:
     # The history settings and the store, checked before anything is measured.
     store_config = store_settings(args.configfile)
     check_store(store_config, args.store, args.configfile.resolve().parent)
+    cache = cache_directory(args.cache)
     revs = suite_ab.revisions(args.repo, args.configfile, args.base, args.new)
-    cache = (args.cache or default_cache()).resolve()
     out = cache / "history" / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     # Progress on stderr: stdout is the comparison, which a CI step may keep.
     doc = suite_ab.compare(revs, cache, pattern=args.cases,

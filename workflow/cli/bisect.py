@@ -17,6 +17,7 @@ from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, gate_command
 from workflow.render.text import printable
+from workflow.stats.ratio_text import ratio_text
 
 
 def default_cache() -> Path:
@@ -26,6 +27,25 @@ def default_cache() -> Path:
     from workflow.backends.iree.tools import cache_dir
 
     return cache_dir() / "bisect"
+
+
+def cache_directory(given: Path | None) -> Path:
+    """The cache `--cache` names (default_cache without it), resolved; ConfigError, one
+    line naming --cache, when it or a folder above it is no directory: refused before
+    anything is keyed (its first write, a lock file in it, ended in a traceback)."""
+    from workflow.errors import ConfigError
+    from workflow.files import directory_problem
+
+    cache = (given or default_cache()).resolve()
+    for path in (cache, *cache.parents):
+        problem = directory_problem(path)
+        if problem:
+            raise ConfigError([f"--cache {given or cache}: {path} {problem}; "
+                               "expected a directory (the revisions' trees and builds "
+                               "are kept in it), or one to make"])
+        if path.exists():
+            break
+    return cache
 
 
 def add_parser(sub) -> None:
@@ -73,8 +93,8 @@ def step_line(step: dict, label) -> str:
             else step["why"]
         return f"  skipped {label(step['revision'])}: {why}"
     ci = step.get("ci")
-    interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    ratio = f" x{step['ratio']:.3f}{interval}" if step.get("ratio") is not None else ""
+    interval = f" [{ratio_text(ci[0])}, {ratio_text(ci[1])}]" if ci else ""
+    ratio = f" x{ratio_text(step['ratio'])}{interval}" if step.get("ratio") is not None else ""
     retry = " (retried, longer budget)" if step["retried"] else ""
     return (f"  {step['kind']:<7} {label(step['revision'])} vs {label(step['against'])}  "
             f"{step['verdict'].upper()}{ratio}  {step['rounds']} rounds{retry}")
@@ -144,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise ConfigError([f"{args.configfile}: --configfile: {problem}; expected the "
                            "suite file"])
-    cache = (args.cache or default_cache()).resolve()
+    cache = cache_directory(args.cache)
     # The history settings and the store read before anything is measured: a bad
     # section, or a --store that is no history store, is bad input, not steps lost after
     # minutes of measuring.

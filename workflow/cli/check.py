@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
                    help="seconds in all for measuring again: each case changed since its "
                         "golden paired with the golden's kept baseline, then inconclusive "
                         f"IREE cases measured again, judged alone (default "
-                        f"{REMEASURE_BUDGET_S:g}; 0: never)")
+                        f"{REMEASURE_BUDGET_S:g}; 0: never); the run's files are read "
+                        "beside the report's results/")
     p.add_argument("--unpaired", action="store_true",
                    help="judge every case from the numbers across runs, as before goldens "
                         "kept their baselines: no case is called unchanged or paired")

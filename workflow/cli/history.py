@@ -46,19 +46,7 @@ def add_parser(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="verb", required=True)
 
-    ing = verbs.add_parser("ingest", help="add runs to the history (idempotent)")
-    ing.add_argument("files", nargs="+", type=Path)
-    ing.add_argument("--timestamp", type=int, metavar="UNIX_SECONDS",
-                     help="when the run was measured, for a file that does not say "
-                          "(a torchao CSV)")
-    for flag, column in (("--repo", "repo"), ("--branch", "head_branch"),
-                         ("--sha", "head_sha"), ("--name", "name")):
-        ing.add_argument(flag, dest=column, metavar=column.upper(),
-                         help=f"the run's {column} (default: the CI's variables, else git "
-                              "of the file's directory)")
-    _store_options(ing)
-    ing.set_defaults(func=run_ingest, interrupted=INGEST_INTERRUPTED)
-
+    _add_ingest(verbs)
     show = verbs.add_parser("show", help="a series (CASE or GLOB) or, without one, the runs")
     show.add_argument("pattern", nargs="?", metavar="CASE|GLOB")
     show.add_argument("--metric", default=LATENCY, help=f"default {LATENCY!r}")
@@ -104,6 +92,21 @@ def add_parser(sub) -> None:
                      interrupted="benchflow history repair; the store is as it was, or "
                                  "repaired whole (a repair is swapped in at once): run it "
                                  "again")
+
+
+def _add_ingest(verbs) -> None:
+    ing = verbs.add_parser("ingest", help="add runs to the history (idempotent)")
+    ing.add_argument("files", nargs="+", type=Path)
+    ing.add_argument("--timestamp", type=int, metavar="UNIX_SECONDS",
+                     help="when the run was measured, for a file that does not say "
+                          "(a torchao CSV)")
+    for flag, column in (("--repo", "repo"), ("--branch", "head_branch"),
+                         ("--sha", "head_sha"), ("--name", "name")):
+        ing.add_argument(flag, dest=column, metavar=column.upper(),
+                         help=f"the run's {column} (default: the CI's variables, else git "
+                              "of the file's directory)")
+    _store_options(ing)
+    ing.set_defaults(func=run_ingest, interrupted=INGEST_INTERRUPTED)
 
 
 def store_command(run):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from workflow.cli import (
     ab,
@@ -32,7 +34,8 @@ COMMANDS = (list_cmd, validate, run, coverage, bless, compare, check, ab, benchm
 # that means a regression, and a reader that stopped reading is not one.
 PIPE_CLOSED = 141
 # The exit status after Ctrl-C: 128 + SIGINT, what a shell reports for any tool it
-# interrupted, so that a script tells an interrupted run from a failed one.
+# interrupted, so that a script tells an interrupted run from a failed one; 128 + SIGTERM
+# after SIGTERM.
 INTERRUPTED = 130
 
 
@@ -91,6 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["--list"], ["-l"]):  # Forge's `benchmark.py --list`
         argv[0] = "list"
     args = build_parser().parse_args(argv)
+    terminated = _hear_sigterm()
+    try:
+        return _run(args, terminated)
+    finally:
+        if terminated is not None:  # as it was: main() may be called again in-process
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run(args: argparse.Namespace, terminated: list[int] | None) -> int:
     try:
         try:
             code = args.func(args)
@@ -107,7 +119,26 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C: one line saying what became of the work, not a traceback. The tools a
         # command started have stopped by now (backends/proc.py waits for them).
         print(f"interrupted: {interrupted_line(args)}", file=sys.stderr, flush=True)
-        return INTERRUPTED
+        return 128 + signal.SIGTERM if terminated else INTERRUPTED
+
+
+def _hear_sigterm() -> list[int] | None:
+    """SIGTERM (a CI job cancelled, `kill`) as Ctrl-C: the same one line, what the
+    command keeps, and its tools and snakemake stopped on the way out (the default
+    action ended benchflow at once, leaving them running). Where SIGTERM keeps its
+    default and in the main thread only (None elsewhere); returns a list that holds the
+    signal once heard."""
+    heard: list[int] = []
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def terminated(signum, frame) -> None:
+        heard.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
+    return heard
 
 
 def interrupted_line(args: argparse.Namespace) -> str:

@@ -140,7 +140,8 @@ def against_golden(case: dict, entry: dict, report: dict, *, decided: bool = Tru
     return e
 
 
-def finding_lines(report: dict, findings: list, goldens_dir=None) -> dict[str, list[str]]:
+def finding_lines(report: dict, findings: list, goldens_dir=None,
+                  base=None) -> dict[str, list[str]]:
     """{case id: the explanation's lines} of the cases `check` found regressed
     (regression/gate.Finding) in time or dispatch count against a golden file
     (regression/gate.golden_file_for): under each REGRESSED line the dispatches behind it
@@ -153,7 +154,7 @@ def finding_lines(report: dict, findings: list, goldens_dir=None) -> dict[str, l
     out = {}
     for f in (f for f in findings if {"time", "dispatch"} & set(f.aspects)):
         cid, case = f.case_id, cases[f.case_id]
-        path = gate.golden_file_for(case, goldens_dir)
+        path = gate.golden_file_for(case, goldens_dir, base)
         entry = goldens.read(path)["cases"].get(cid) if path and path.is_file() else None
         e = (against_golden(case, entry, report, decided="time" in f.aspects)
              if entry else None)

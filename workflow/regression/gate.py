@@ -29,6 +29,7 @@ from workflow.regression import drift, goldens
 from workflow.stats import verdict
 from workflow.stats.drift import Drift
 from workflow.stats.enums import Status, Verdict, status_at
+from workflow.stats.ratio_text import ratio_text
 from workflow.suite.defaults import gate_settings, goldens_default
 
 
@@ -71,7 +72,8 @@ def like_with_like(case: dict, ref: verdict.GoldenRef | None, judged: dict,
     return {**judged, "verdict": Verdict.INCONCLUSIVE, "config_differs": diffs,
             "reason": f"measurement configuration differs: "
                       f"{measurement_config.describe_all(diffs)}; not judged (it would be "
-                      f"{would}{f' at x{ratio:.3f}' if ratio is not None else ''}): rebless "
+                      f"{would}{f' at x{ratio_text(ratio)}' if ratio is not None else ''}"
+                      "): rebless "
                       f"at this configuration, or accept it with --accept-config {keys}"}
 
 
@@ -114,17 +116,17 @@ def _detail(g: dict) -> str:
             parts.append(f"time {g.get('reason')}")
         elif g.get("ratio") is not None:
             level = (f" (of its run's level: the {g['drift']['group']} cases moved "
-                     f"x{g['drift']['factor']:.3f} together)" if g.get("drift") else "")
-            parts.append(f"time x{g['ratio']:.3f}{level} vs tolerance x{g.get('tolerance'):g}, "
-                         f"p={g.get('p_value'):.4f}")
+                     f"x{ratio_text(g['drift']['factor'])} together)" if g.get("drift") else "")
+            parts.append(f"time x{ratio_text(g['ratio'])}{level} vs tolerance "
+                         f"x{g.get('tolerance'):g}, p={g.get('p_value'):.4f}")
         else:
             parts.append(g.get("reason") or "time")
     if g.get("dispatch_verdict") == Verdict.REGRESSION:
-        parts.append(f"dispatches x{g.get('dispatch_ratio') or 0:.3f} of "
+        parts.append(f"dispatches x{ratio_text(g.get('dispatch_ratio') or 0)} of "
                      f"{g.get('dispatch_golden')}")
     if g.get("size_verdict") == Verdict.REGRESSION:
-        parts.append(f"size x{g.get('size_ratio') or 0:.3f} of {g.get('size_golden_bytes')} B "
-                     f"(tolerance x{g.get('size_tolerance'):g})")
+        parts.append(f"size x{ratio_text(g.get('size_ratio') or 0)} of "
+                     f"{g.get('size_golden_bytes')} B (tolerance x{g.get('size_tolerance'):g})")
     return "; ".join(parts)
 
 
@@ -150,15 +152,18 @@ def golden_ref(case: dict, golden_file: str | Path | None) -> verdict.GoldenRef 
     return goldens.lookup(case["id"], golden_file, fg, source)
 
 
-def golden_file_for(case: dict, goldens_dir: str | Path | None = None) -> Path | None:
+def golden_file_for(case: dict, goldens_dir: str | Path | None = None,
+                    base: Path | None = None) -> Path | None:
     """The golden file a case is judged against: its SKU's in `goldens_dir`, else the
-    golden file its verdict came from (None when that was its benchmark file)."""
+    golden file its verdict came from (None when that was its benchmark file), a relative
+    one read from `base` (the run's directory, when it is not the working directory)."""
     if goldens_dir is not None:
         return goldens.golden_path(goldens_dir, case["sku"])
     source = (case.get("golden") or {}).get("source")
     if not source or source == (case.get("provenance") or {}).get("benchmark_file"):
         return None
-    return Path(source) if Path(source).is_file() else None
+    path = Path(source) if base is None or Path(source).is_absolute() else base / source
+    return path if path.is_file() else None
 
 
 def rejudge(report: dict, goldens_dir: str | Path, gate_config: dict | None) -> dict:

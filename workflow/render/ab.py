@@ -9,6 +9,7 @@ from workflow.records.ab import check_ab
 from workflow.render import templating
 from workflow.render.common import md_text
 from workflow.stats.enums import ABVerdict
+from workflow.stats.ratio_text import ratio_text
 
 COLUMNS = ("verdict", "base → new", "workload", "ratio", "interval", "p", "rounds",
            "seconds", "stopped", "detectable")
@@ -71,10 +72,10 @@ def _cells(row: dict) -> list[str]:
         verdict = f"**{verdict}**"
     note = protocol_note(row)
     rounds = f"{row['rounds']} ({note})" if note else str(row["rounds"])
-    return [verdict, pair, workload_cell(row), f"×{row['ratio']:.3f}", interval,
+    return [verdict, pair, workload_cell(row), f"×{ratio_text(row['ratio'])}", interval,
             f"{row['p_value']:.3g}", rounds, f"{row['seconds']:.1f}",
             "; ".join(filter(None, (row["stop_reason"], decide_note(row)))),
-            f"×{row['mde']:.3f}" if row.get("mde") else "—"]
+            f"×{ratio_text(row['mde'])}" if row.get("mde") else "—"]
 
 
 def why_lines(row: dict) -> list[str]:

@@ -8,6 +8,7 @@ from workflow.render.ab import decide_note, why_lines
 from workflow.render.common import md_text
 from workflow.render.text import printable
 from workflow.stats.enums import ABVerdict
+from workflow.stats.ratio_text import ratio_text
 
 DECIDED = (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
 # Rows a reviewer must see first: what got slower, then faster, then what broke.
@@ -24,10 +25,10 @@ def _figures(row: dict) -> str:
     if row["verdict"] == ABVerdict.FAILED:
         return f"{row.get('failed_stage')}: {row.get('error')}"
     ci = row.get("ci95") or row.get("ci")
-    interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+    interval = f" [{ratio_text(ci[0])}, {ratio_text(ci[1])}]" if ci else ""
     note = decide_note(row)
-    return (f"x{row['ratio']:.3f}{interval}  {row['rounds']} rounds, {row['seconds']:.1f} s "
-            f"({row['stop_reason']})" + (f"; {note}" if note else ""))
+    return (f"x{ratio_text(row['ratio'])}{interval}  {row['rounds']} rounds, "
+            f"{row['seconds']:.1f} s ({row['stop_reason']})" + (f"; {note}" if note else ""))
 
 
 def rows_in_order(doc: dict) -> list[dict]:

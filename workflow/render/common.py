@@ -15,6 +15,7 @@ from typing import Any
 from workflow.errors import error_line
 from workflow.records.kernels import others_count
 from workflow.stats.enums import Status, Verdict
+from workflow.stats.ratio_text import ratio_text
 from workflow.stats.speedup import CROSS_RUN, PAIRED
 
 EAGER = "torch-eager"
@@ -87,7 +88,7 @@ def regression_text(case: dict) -> str:
     text = ", ".join(kinds) + " regression"
     if "time" in kinds:
         golden = section(case, "golden")
-        level = (f" of its run's level ×{golden['drift']['factor']:.3f}"
+        level = (f" of its run's level ×{ratio_text(golden['drift']['factor'])}"
                  if golden.get("drift") else "")
         text += (f": median {fmt(median_ms(case))} ms vs golden {fmt(golden.get('value_ms'))}"
                  f" ms (×{fmt(golden.get('ratio'), '.3f')}{level}, "
@@ -322,9 +323,9 @@ def verdict_text(case: dict) -> str:
         return "—"
     text = golden.get("verdict") or "—"
     if golden.get("ratio") is not None:
-        text += f" ×{golden['ratio']:.3f}"
+        text += f" ×{ratio_text(golden['ratio'])}"
         if golden.get("drift"):  # judged against its run's level (regression/drift.py)
-            text += f" of level ×{golden['drift']['factor']:.3f}"
+            text += f" of level ×{ratio_text(golden['drift']['factor'])}"
     extra = [f"{what}: {golden[key]}" for key, what in _VERDICT_KEYS[1:]
              if golden.get(key) not in (None, Verdict.PASS, Verdict.NO_GOLDEN)]
     return "; ".join([text, *extra])

@@ -14,6 +14,7 @@ from collections import Counter
 from workflow.render import common as c
 from workflow.render.ab import workload_cell
 from workflow.stats.enums import ABVerdict, Status
+from workflow.stats.ratio_text import ratio_text
 
 
 def case_reason(case: dict) -> str:
@@ -105,7 +106,7 @@ def ab_text(event: dict) -> str:
     """'A/B host → generic  linear-...  ×2.896 [2.315, 3.913] at 97.5%  regression'."""
     text = f"A/B {event['base']} → {event['new']}  {event['workload']}"
     if event["ratio"] is not None:
-        text += f"  ×{event['ratio']:.3f}"
+        text += f"  ×{ratio_text(event['ratio'])}"
         ci = event["ci95"]
         text += (f" [{ci[0]:.3f}, {ci[1]:.3f}] at {event['level']:.1%}"
                  if ci and event["level"] else " (no interval: too few rounds)")

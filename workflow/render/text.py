@@ -20,6 +20,18 @@ def printable(text: str) -> str:
     return _UNSHOWN.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+def clipped(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: whole when it fits, else cut at the last
+    space before the limit (a word cut in two, `SyntaxErr`, reads as another word) and
+    ended with `...`; a first word longer than the limit is cut where it must be."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 3]
+    if " " in head:
+        head = head[:head.rindex(" ")]
+    return head.rstrip(" ,;:(") + "..."
+
+
 def text_columns(rows: list[list[str]]) -> list[str]:
     """Rows of cells as plain-text lines, each column as wide as its widest cell, two
     spaces apart (the terminal tables of `coverage` and `history show`)."""

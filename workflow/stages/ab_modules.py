@@ -24,13 +24,27 @@ from workflow.stats.enums import ABVerdict
 SIDES = ("base", "new")
 
 
-def failed_row(row: dict, side: str, failed: dict) -> dict:
+def _vanished(exc: OSError, sides: tuple[dict, dict]) -> tuple[str, str] | None:
+    """(the side, why) when `exc` is a side's build file gone from its cache (a cleaner,
+    or another bisection, removed it while this pair ran); None for any other error."""
+    if not isinstance(exc, FileNotFoundError) or not exc.filename:
+        return None
+    for side, prepared in zip(SIDES, sides, strict=True):
+        if str(exc.filename) in (str(prepared.get("inputs")), str(prepared.get("vmfb"))):
+            return side, (f"{exc.filename}: its build in the cache is gone (removed while "
+                          "the bisection ran: a cache cleaner, or another bisection); rerun "
+                          "to build it again")
+    return None
+
+
+def failed_row(row: dict, side: str, failed: dict, fault: str | None = None) -> dict:
     """A failed row naming the side; `fault`: the line that says the machine refused
     a write (a full cache disk, a quota, a read-only file system: output.machine_fault),
-    which is this machine's failure, not the revision's, and no retry would change."""
+    or a build the cache lost, which is this machine's failure, not the revision's, and
+    no retry would change."""
     row = {**row, "verdict": ABVerdict.FAILED, "failed_stage": failed["stage"],
            "error": f"{row[side]}: {failed['error']}"}
-    fault = machine_fault(str(failed["error"] or ""))
+    fault = fault or machine_fault(str(failed["error"] or ""))
     if fault:
         row["fault"] = fault
     return row
@@ -86,6 +100,10 @@ def pair_modules(names: tuple[str, str], sides: tuple[dict, dict], ab: dict, *,
         except StageError as exc:
             return failed_row(row, "new", {"stage": exc.stage, "error": exc.message})
         except OSError as exc:  # our own write (the inputs, the log) that the machine refused
+            gone = _vanished(exc, sides)
+            if gone:
+                return failed_row(row, gone[0], {"stage": "measure", "error": gone[1]},
+                                  fault=gone[1])
             if exc.errno not in MACHINE_ERRNOS:
                 raise
             where = exc.filename or f"a file in {tmp}"

@@ -71,13 +71,14 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
                                       budget_s=remeasure_budget_s,
                                       gate_on_machine=gate_on_machine)
         remeasure_budget_s = max(0.0, remeasure_budget_s - (time.monotonic() - start))
+    base = run_directory(report_path)
     report, remeasured = remeasure_inconclusive(
         report, budget_s=remeasure_budget_s, gate_config=gate_config,
-        goldens_dir=goldens)
+        goldens_dir=goldens, base=base)
     a = gate.assess(report, require_goldens=require_goldens,
                     allow_inconclusive=allow_inconclusive)
     lines = [d.line for d in decided if d.line] + [r.line() for r in remeasured]
-    why = explain.finding_lines(report, a.regressed, goldens)
+    why = explain.finding_lines(report, a.regressed, goldens, base)
     why.update(pair.finding_lines(report, a.regressed))
     unchanged = sum(d.basis == pair.UNCHANGED for d in decided)
     tail = (f"; {unchanged} unchanged since blessed, "
@@ -85,6 +86,19 @@ def check_report(report_path: Path, *, goldens: Path | None, require_goldens: bo
             f"{sum(d.basis == pair.UNPAIRED for d in decided)} unpaired") if decided else ""
     lines += gate_lines(report, a, why, summary_tail=tail)
     return GateResult(a.outcome, lines)
+
+
+def run_directory(report_path: Path) -> Path | None:
+    """The directory a report's paths (results/run/..., results/compile/...) are relative
+    to, when it is not this one: the run's, above the report's results/ (`check --report
+    n3/results/report.json` typed outside n3). None: this directory (a report elsewhere,
+    results/report.json here)."""
+    from workflow.paths import RESULTS
+
+    where = Path(report_path).absolute().parent
+    if where.name != RESULTS or where.parent.resolve() == Path.cwd().resolve():
+        return None
+    return where.parent.resolve()
 
 
 def gate_lines(report: dict, a: gate.Assessment, why: dict[str, list[str]],

@@ -146,6 +146,24 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     exported_s = {} if choice is not None and choice.chip is None else export_ahead(
         [c for c, r in zip(cases, reuse, strict=True) if not r], timeouts, threads, forced)
     listed, kept = [], {}
+    try:
+        _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
+                         tolerances, timeouts, gate, forced, exported_s, log, listed, kept)
+    except BaseException:
+        # Interrupted (or failed) part way: the members measured so far are kept, so
+        # that the rerun reuses them; no context, so that it is never taken as forced.
+        write_json(mpath, {"context": None, "members": kept, "repair": repair})
+        raise
+    write_json(mpath, {"context": context, "members": kept, "repair": repair})
+    write_json(batch, {"cases": listed})
+    return {"cases": listed}
+
+
+def _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
+                     tolerances, timeouts, gate, forced, exported_s, log, listed,
+                     kept) -> None:
+    """batch_job's loop: each case reused or measured (case_job), into `listed` and
+    `kept` as it is done."""
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem, reused in zip(cases, parts, problems, reuse, strict=True):
             ident = case["identity"]
@@ -165,9 +183,6 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
                 kept[ident["id"]] = member_entry(ident, part, timeouts, record)
             listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
                            "sha256": kept[ident["id"]]["files"][path]["sha256"]})
-    write_json(mpath, {"context": context, "members": kept, "repair": repair})
-    write_json(batch, {"cases": listed})
-    return {"cases": listed}
 
 
 def export_ahead(cases: list[dict], timeouts: dict, threads: int,
@@ -195,7 +210,13 @@ def export_ahead(cases: list[dict], timeouts: dict, threads: int,
 
     with ThreadPoolExecutor(workers) as pool:
         running = {w: pool.submit(made, c) for w, c in by_workload.items()}
-        return {w: job.result() for w, job in running.items()}
+        try:
+            return {w: job.result() for w, job in running.items()}
+        except BaseException:
+            # Interrupted: the exports not started never start (the running ones'
+            # tools were killed by the interrupt: stages/job.py).
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def _case_log(identity: dict) -> str:

@@ -6,7 +6,9 @@ the jobs it stopped and removes their partial outputs, so the rerun makes them a
 a job's KeyboardInterrupt traceback, 30 lines of it per job, would only read as a crash
 of benchflow's own. So a job ends by SystemExit instead, which unwinds as the interrupt
 would (the tools it started are killed on the way out, backends/proc.run_group) and
-prints nothing.
+prints nothing. SIGTERM (a CI job cancelled: the runner signals the whole group) the
+same: the default action would end the job at once, its tools left running in their
+own sessions.
 
 A write the machine refuses (a full disk or quota, a read-only file system: proc.
 MACHINE_ERRNOS) ends the job with one line naming the file, `benchflow: could not write
@@ -22,15 +24,17 @@ import signal
 import sys
 import types
 
-from workflow.backends.proc import MACHINE_ERRNOS
+from workflow.backends.proc import MACHINE_ERRNOS, kill_live_groups
 
 # 128 + SIGINT: what a shell reports for a job it interrupted.
 INTERRUPTED = 130
 
 
 def end_quietly_on_ctrl_c() -> None:
-    """What every job script calls first: Ctrl-C and a refused write end it quietly."""
+    """What every job script calls first: Ctrl-C, SIGTERM and a refused write end it
+    quietly."""
     signal.signal(signal.SIGINT, _end)
+    signal.signal(signal.SIGTERM, _end)
     sys.excepthook = _machine_fault_in_one_line
 
 
@@ -68,4 +72,7 @@ def _machine_fault_in_one_line(kind, exc, tb) -> None:
 
 
 def _end(signum: int, frame: types.FrameType | None) -> None:
-    raise SystemExit(INTERRUPTED)
+    # The tools first, those of the job's threads too (an export pool's): the job ends
+    # now, not when they do.
+    kill_live_groups()
+    raise SystemExit(128 + signum)  # INTERRUPTED for SIGINT

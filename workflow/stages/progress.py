@@ -247,12 +247,17 @@ class Progress:
             cases = list(self.cases.values())
         ab = _read(self.root / AB) if self.current("ab", AB_RULES) else None
         rows = ab["pairs"] if ab and isinstance(ab.get("pairs"), list) else self.ab_rows
-        files = [self.shown(p) for p in report_files(self.root)]
+        # Each file is this run's as the step that makes it is: ab.json the A/B table's
+        # (an A/B-only run writes it, and no report), the others the report's.
+        made = {AB: self.current("ab", AB_RULES)}
+        files = report_files(self.root)
+        this_run = [self.shown(p) for p in files if made.get(p, current)]
+        stale = [self.shown(p) for p in files if not made.get(p, current)]
         event = render.summary_event(cases, rows, failed_jobs=self.failed,
-                                     retried_jobs=self.retried,
-                                     reports=files if current else [], success=success)
+                                     retried_jobs=self.retried, reports=this_run,
+                                     success=success)
         timed = [x for x in cases if c.median_ms(x) is not None]
-        event.update(reports_current=current, stale_reports=[] if current else files,
+        event.update(reports_current=current, stale_reports=stale,
                      timed=len(timed),
                      disturbed=sorted(x["id"] for x in timed if c.disturbed(x)),
                      interrupted=self._interruption() if self.interrupted else None)

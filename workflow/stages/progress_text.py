@@ -49,6 +49,10 @@ def reports_line(event: dict) -> str | None:
            else "it failed before its report step" if not event["success"]
            else "the report was not one of its targets")
     stale = event.get("stale_reports") or []
+    if event.get("reports"):  # its other files (ab.json) are on the reports: line above
+        return (f"stale, from an earlier run: {', '.join(stale)} (not made by this run: "
+                f"{why})"
+                if stale else None)
     return (f"reports: none made by this run ({why})"
             + (f"; stale, from an earlier run: {', '.join(stale)}" if stale else ""))
 

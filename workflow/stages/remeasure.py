@@ -112,9 +112,37 @@ def files_of(argv: list[str]) -> list[str]:
     return out
 
 
-def command_again(case: dict, tmp: Path) -> list[str]:
-    """The run stage's command of an IREE case, runnable now; raises NotFeasible."""
+def anchored(argv: list[str], base: Path | None) -> list[str]:
+    """The command with the relative files it reads (files_of) made paths under `base`,
+    the run's directory its run stage recorded them from; as it is when base is None."""
+    if base is None:
+        return list(argv)
+
+    def under(path: str) -> str:
+        return path if Path(path).is_absolute() else str(base / path)
+
+    out = [argv[0]]
+    for a in argv[1:]:
+        if a.startswith("--module="):
+            a = "--module=" + under(a.removeprefix("--module="))
+        elif a.startswith("--parameters="):
+            head, sep, path = a.removeprefix("--parameters=").rpartition("=")
+            a = "--parameters=" + head + sep + under(path)
+        elif a.startswith("--input=") and "=@" in a:
+            head, _, path = a.rpartition("=@")
+            a = f"{head}=@{under(path)}"
+        out.append(a)
+    return out
+
+
+def command_again(case: dict, tmp: Path, base: Path | None = None) -> list[str]:
+    """The run stage's command of an IREE case, runnable now; raises NotFeasible. `base`:
+    the run's directory, which the report's paths (results/...) are relative to, when
+    that is not the working directory (`check --report other/results/report.json`)."""
     from workflow.paths import EXPORT_INPUTS, EXPORT_META
+
+    def there(path: str) -> str:
+        return path if base is None else str(base / path)
 
     if case.get("backend") != "iree":
         raise NotFeasible(f"torch case ({case.get('backend')}): its invocations are worker "
@@ -123,7 +151,7 @@ def command_again(case: dict, tmp: Path) -> list[str]:
     if measured_on and measured_on != socket.gethostname():
         raise NotFeasible(f"measured on {measured_on}, this is {socket.gethostname()}: "
                           "its invocations would not be comparable")
-    path = run_stage_file(case)
+    path = there(run_stage_file(case))
     try:
         run = StageResult.read(path)
     except (OSError, ValueError, KeyError) as exc:
@@ -135,18 +163,20 @@ def command_again(case: dict, tmp: Path) -> list[str]:
         # A suite case's inputs were written to a temporary directory: write them again.
         workload = case["workload"]
         try:
-            dtypes = [i["dtype"] for i in read_json(EXPORT_META.format(workload=workload))[
-                "inputs"]]
-            inputs = iree.write_input_files(EXPORT_INPUTS.format(workload=workload), dtypes,
-                                            tmp)
+            dtypes = [i["dtype"] for i in read_json(there(EXPORT_META.format(
+                workload=workload)))["inputs"]]
+            inputs = iree.write_input_files(there(EXPORT_INPUTS.format(workload=workload)),
+                                            dtypes, tmp)
         except (OSError, ValueError, KeyError) as exc:
             raise NotFeasible(f"its inputs cannot be written again from "
-                              f"{EXPORT_INPUTS.format(workload=workload)}: {exc}") from None
+                              f"{there(EXPORT_INPUTS.format(workload=workload))}: "
+                              f"{exc}") from None
         argv = with_inputs(argv, inputs)
+    argv = anchored(argv, base)
     absent = [f for f in files_of(argv) if not Path(f).is_file()]
     if absent:
-        raise NotFeasible(f"{absent[0]} is absent (run it from the working directory that "
-                          "holds results/)")
+        where = "the working directory" if base is None else f"the run's directory {base}"
+        raise NotFeasible(f"{absent[0]} is absent ({where} holds results/ without it)")
     return argv
 
 
@@ -156,8 +186,8 @@ def fewest_invocations(n_golden: int | None, p_threshold: float) -> int:
 
 
 def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshold: float,
-                  invoke: Callable[[list[str]], Observation], m: dict
-                  ) -> tuple[list[float], float]:
+                  invoke: Callable[[list[str]], Observation], m: dict,
+                  base: Path | None = None) -> tuple[list[float], float]:
     """New invocation medians of a case within share_s seconds, and the seconds spent.
 
     One untimed invocation first (a module not run for a while pays page faults and cold
@@ -167,7 +197,7 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
     short, none when too few fit for the test to reach p_threshold."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        argv = command_again(case, Path(tmp))
+        argv = command_again(case, Path(tmp), base)
         n_golden = (len(ref.invocation_medians_ms) if ref.invocation_medians_ms
                     and len(ref.invocation_medians_ms) > 1 else None)
         needed = fewest_invocations(n_golden, p_threshold)
@@ -195,26 +225,31 @@ def measure_again(case: dict, ref: verdict.GoldenRef, share_s: float, p_threshol
     return medians, time.monotonic() - start
 
 
-def to_remeasure(report: dict) -> list[int]:
-    """The indexes of the cases worth measuring again: inconclusive ones, but not a case
-    measured at another configuration than its golden (the new invocations would differ
-    from it in the same way), nor one whose run's level moved past the tolerance
-    (regression/drift.py: new invocations of it alone cannot tell the machine from the
-    code), nor one its pair decided or found unchanged (stages/baselines/pair.py)."""
-    out = []
+def to_remeasure(report: dict) -> tuple[list[int], list[Remeasured]]:
+    """The indexes of the inconclusive cases to measure again, and a line for each one
+    kept out (kept_out: another configuration than its golden, a run's level that moved;
+    each says so, as every case not measured again does). A case its pair decided, or
+    found unchanged since blessed (stages/baselines/pair.py), is neither: its verdict
+    is the pair's."""
+    todo, outcomes = [], []
     for i, c in enumerate(report["cases"]):
         g = c.get("golden") or {}
-        if g.get("verdict") == Verdict.INCONCLUSIVE and not g.get("config_differs") \
-                and not drift.level_moved(g) and g.get("basis") not in ("paired", "unchanged"):
-            out.append(i)
-    return out
+        if g.get("verdict") != Verdict.INCONCLUSIVE or g.get("basis") in ("paired",
+                                                                          "unchanged"):
+            continue
+        why = kept_out(c)
+        if why:
+            outcomes.append(Remeasured(c["id"], Verdict.INCONCLUSIVE, None, why))
+        else:
+            todo.append(i)
+    return todo, outcomes
 
 
 def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict | None = None,
                            goldens_dir: str | Path | None = None, skus: dict | None = None,
                            timeout_s: float | None = None, log: str | None = None,
-                           invoke: Callable[[list[str]], Observation] | None = None
-                           ) -> tuple[dict, list[Remeasured]]:
+                           invoke: Callable[[list[str]], Observation] | None = None,
+                           base: Path | None = None) -> tuple[dict, list[Remeasured]]:
     """The report with its inconclusive IREE cases measured again and judged afresh,
     within budget_s seconds in all (shared evenly by the cases still to measure, so time
     one case does not use passes to the next), and what became of each.
@@ -223,18 +258,20 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
     directory's golden files (else the file each verdict came from); skus: the suite's
     SKU settings (a SKU's noisy_cv; else the schema's default), timeout_s: per
     invocation (else the schema's timeouts.run_s); invoke(argv) -> Observation: for
-    tests."""
-    todo = to_remeasure(report)
-    if budget_s <= 0 or not todo:
+    tests; base: the run's directory, which the report's paths are relative to (None:
+    the working directory)."""
+    if budget_s <= 0:
         return report, []
+    todo, outcomes = to_remeasure(report)
+    if not todo:
+        return report, outcomes
     timeout = timeout_s or run_timeout_default()
     p_threshold = gate_settings(gate_config).p_value
     cases = list(report["cases"])
-    outcomes = []
     deadline = time.monotonic() + budget_s
     for k, i in enumerate(todo):
         case = cases[i]
-        golden_file = gate.golden_file_for(case, goldens_dir)
+        golden_file = gate.golden_file_for(case, goldens_dir, base)
         ref = gate.golden_ref(case, golden_file)
         share = (deadline - time.monotonic()) / (len(todo) - k)
         try:
@@ -246,7 +283,7 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
                 case, ref, share, p_threshold,
                 invoke or partial(iree_invocation, timeout=timeout, log=log, m=m,
                                   layout=random.Random(case["id"]) if m["randomize_layout"]
-                                  else None), m)
+                                  else None), m, base)
         except NotFeasible as exc:
             outcomes.append(Remeasured(case["id"], Verdict.INCONCLUSIVE, None, str(exc)))
             continue
@@ -262,7 +299,20 @@ def remeasure_inconclusive(report: dict, *, budget_s: float, gate_config: dict |
             f"{len(medians)} new invocations in {seconds:.1f} s, judged alone (not pooled "
             f"with the report's {len(case['timing']['invocation_medians_ms'])}): "
             f"{golden.get('reason')}", tuple(medians), seconds))
-    return {**report, "cases": cases}, outcomes
+    order = {c["id"]: i for i, c in enumerate(cases)}  # the lines in the report's order
+    return {**report, "cases": cases}, sorted(outcomes, key=lambda o: order[o.case_id])
+
+
+def kept_out(case: dict) -> str | None:
+    """Why an inconclusive case is not measured again whatever the budget, or None."""
+    golden = case.get("golden") or {}
+    if golden.get("config_differs"):
+        return ("measured at another measurement configuration than its golden: new "
+                "invocations would differ from the golden in the same way")
+    if drift.level_moved(golden):
+        return ("its run's level moved past the tolerance: new invocations of it alone "
+                "cannot tell the machine from the code (judge against several runs)")
+    return None
 
 
 def run_gate_rule(*, report: str, out: str, log: str, goldens: dict, skus: dict,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workflow.backends.git import git_sha
 from workflow.errors import ConfigError
+from workflow.paths import REPO_ROOT
 from workflow.records.case import case_record, skipped_case, unsupported_case
 from workflow.records.report import build_report, case_problem, validate_report
 from workflow.records.storage import read_json_file, write_json
@@ -134,7 +135,9 @@ def aggregate(records: list[dict], out: str, *, unsupported: list[dict] = (),
     damaged: list[dict] = []
     cases = collect_cases(list(records), list(unsupported), list(golden_files), gate,
                           list(skipped), damaged, list(ab_rows))
-    report = build_report(cases, git_sha=git_sha("."), **kwargs)
+    # The commit of the checkout that holds the Snakefile (this package is in it), not of
+    # the working directory: under `snakemake --directory D`, D is often no repository.
+    report = build_report(cases, git_sha=git_sha(REPO_ROOT), **kwargs)
     validate_report(report)
     for path in derived:
         Path(path).unlink(missing_ok=True)

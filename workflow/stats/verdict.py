@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from workflow.stats import drift as common
 from workflow.stats.enums import Status, Verdict, status_at
+from workflow.stats.ratio_text import ratio_text
 
 MANN_WHITNEY = "mann-whitney-exact"
 RUN_LEVEL = "run-level-prediction-t"
@@ -152,7 +153,7 @@ def run_level_verdict(new_medians: Sequence[float], golden: GoldenRef, tolerance
     score = (math.log(median) - centre) / (max(spread, 1e-9) * math.sqrt(1 + 1 / n))
     direction, beyond, would = _side(ratio, tolerance)
     p = float(stats.t.sf(score, n - 1) if direction == "greater" else stats.t.cdf(score, n - 1))
-    where = (f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({RUN_LEVEL}: "
+    where = (f"ratio {ratio_text(ratio)} vs tolerance x{tolerance:g}, p={p:.4f} ({RUN_LEVEL}: "
              f"this run's median against {n} runs' medians, which spread x"
              f"{math.exp(spread):.3f})")
     if not beyond:
@@ -187,7 +188,7 @@ def time_verdict(new_medians: Sequence[float], noisy: bool, golden: GoldenRef,
     n_golden = None if isinstance(sample, float | int) else len(sample)
     direction, beyond, would = _side(ratio, tolerance)
     p, test = one_sided_p(new_medians, sample, direction)
-    where = f"ratio {ratio:.3f} vs tolerance x{tolerance:g}, p={p:.4f} ({test})"
+    where = f"ratio {ratio_text(ratio)} vs tolerance x{tolerance:g}, p={p:.4f} ({test})"
     if not beyond:
         return TimeVerdict(Verdict.PASS, ratio, p, test, f"within tolerance: {where}")
     if p >= p_threshold:
@@ -224,7 +225,7 @@ def _drifted(tv: TimeVerdict, drift: common.Drift, tolerance: float) -> TimeVerd
             tv.ratio, drift):
         return replace(tv, verdict=Verdict.INCONCLUSIVE,
                        reason=f"would be {tv.verdict} against its run's level, but x"
-                              f"{tv.ratio:.3f} does not stand out from the other cases' "
+                              f"{ratio_text(tv.ratio)} does not stand out from the other cases' "
                               f"ratios (within {common.OUTLIER_Z:g} of their spreads); "
                               f"{said}: {tv.reason}")
     if tv.verdict == Verdict.PASS and common.beyond(drift.factor, tolerance):

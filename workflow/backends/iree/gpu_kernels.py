@@ -130,15 +130,18 @@ def _time(row: list[str], index: dict[str, int], column: str, unit_ms: float) ->
 def _csv_lines(text: str) -> list[list[str]]:
     """The records of a CSV table as nsys stats writes it (RFC 4180: fields quoted with
     `"`, a quote doubled inside one, every record ending in a newline), blank lines
-    dropped. A table cut short is refused, never read as the rows it still has: a file
-    that does not end in a newline (a table cut inside its last row: kernel
-    `main_async_dis`), or a quote left open (strict csv)."""
+    dropped. A table cut short is refused, never read as the rows it still has: a last
+    row cut inside (kernel `main_async_dis`), or a quote left open (strict csv). A table
+    without its last newline whose last row is whole (the header's number of fields, its
+    last one, the kernel's quoted name, closed) is read: the newline alone is no row."""
     if not text.strip():
         raise ValueError(f"empty; expected nsys stats' {NSYS_REPORT} CSV")
     if not text.endswith("\n"):
         tail = text.rsplit("\n", 1)[-1]
-        raise ValueError(f"truncated: the table does not end with a newline, as nsys ends "
-                         f"every row; its last row is cut short: {capped(repr(tail), 200)}")
+        if not _whole_row(tail, text.split("\n", 1)[0]):
+            raise ValueError(f"truncated: the table does not end with a newline, and its "
+                             f"last row is cut short: {capped(repr(tail), 200)}")
+        text += "\n"
     try:
         return [row for row in csv.reader(text.splitlines(keepends=True), strict=True)
                 if row]
@@ -146,6 +149,17 @@ def _csv_lines(text: str) -> list[list[str]]:
         # csv's words for a quote that never closes: "unexpected end of data".
         why = " (a quoted field left open)" if "end of data" in str(exc) else ""
         raise ValueError(f"truncated or not CSV: {exc}{why}") from None
+
+
+def _whole_row(line: str, header: str) -> bool:
+    """Whether `line`, a table's last line without its newline, is a whole row: as many
+    fields as the header, quotes closed, and its last field quoted (its closing quote
+    is the row's end; an unquoted one may have been cut anywhere)."""
+    try:
+        row, head = (next(csv.reader([x], strict=True)) for x in (line, header))
+    except (csv.Error, StopIteration):
+        return False
+    return len(row) == len(head) and line.endswith('"') and line.count('"') % 2 == 0
 
 
 def nsys_kernel_rows(text: str) -> list[dict]:

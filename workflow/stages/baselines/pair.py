@@ -77,7 +77,8 @@ def decide(report: dict, report_path: str | Path, *, goldens_dir: str | Path | N
         if case.get("status") != Status.OK or not case.get("timing") \
                 or g.get("verdict") in (None, Verdict.NO_GOLDEN):
             continue
-        golden_file = gate.golden_file_for(case, goldens_dir)
+        # A relative golden source is the run's directory's (check run from elsewhere).
+        golden_file = gate.golden_file_for(case, goldens_dir, root)
         entry = _entry(golden_file, case["id"])
         if entry is None or not entry.get("baseline"):
             # A benchmark file's own goldens (another machine's thresholds), or a golden
