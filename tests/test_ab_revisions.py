@@ -453,3 +453,25 @@ def test_an_interval_inside_the_tolerance_is_no_difference_at_that_margin():
     assert line.endswith("185 rounds, 122.9 s (time-budget); no-difference at the "
                          "goldens.tolerance margin 10% (interval within [0.909, 1.100]); "
                          "the ab.margin 1% was not reached in 185 rounds"), line
+
+
+def test_an_interrupt_while_both_revisions_are_prepared_stops_at_once():
+    """Ctrl-C while the two revisions' processes run at once (each in a session of its
+    own, which the terminal's Ctrl-C does not reach): both are ended, and the command
+    leaves within seconds, not when they would have finished."""
+    import _thread
+    import sys
+    import threading
+
+    from workflow.backends.proc import run_tool
+    from workflow.bisect.suite_ab import _at_once
+
+    def slow():
+        run_tool([sys.executable, "-c", "import time; time.sleep(60)"], stage="prepare",
+                 timeout=120)
+
+    threading.Timer(1.0, _thread.interrupt_main).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _at_once({"base": slow, "new": slow})
+    assert time.monotonic() - start < 10

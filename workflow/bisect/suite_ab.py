@@ -256,14 +256,30 @@ def torch_pair(revs: Revisions, keys: dict, case_id: str, cache: Path) -> dict:
 
 def _at_once(tasks: dict) -> dict:
     """Each task called at once, {name: its answer}: each is a process of its own
-    (prepare.py), and none waits for another (a revision's, or an IREE export's)."""
-    from concurrent.futures import ThreadPoolExecutor
+    (prepare.py), and none waits for another (a revision's, or an IREE export's). An
+    interrupt (Ctrl-C, or a task's own error) ends the others' processes first, so that
+    leaving never waits for them (each runs in a session of its own, which the
+    terminal's Ctrl-C does not reach)."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from workflow.backends.groups import kill_own_groups
 
     if not tasks:
         return {}
-    with ThreadPoolExecutor(len(tasks)) as pool:
+    pool = ThreadPoolExecutor(len(tasks))
+    try:
         futures = {name: pool.submit(task) for name, task in tasks.items()}
+        # Waited for in short steps: an interrupt is taken between them, never only when
+        # every process has ended.
+        while wait(futures.values(), timeout=0.2, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() for f in futures.values()):
+                break
         return {name: future.result() for name, future in futures.items()}
+    except BaseException:
+        kill_own_groups()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _both(revs: Revisions, ask) -> dict:
