@@ -166,6 +166,26 @@ def test_snakemake_n_says_the_plan_time_and_a_long_run_does_not_start_unasked(tm
     assert "Traceback" not in bad.stderr
 
 
-def test_the_docs_say_how_to_run_a_subset():
+@pytest.mark.tool  # snakemake.cli probes its executor plugins (`which sacct`)
+def test_the_docs_subset_of_a_torchao_file_is_a_subset():
+    """docs/suites.md's `--config` for a torchao file, as written, run on torchao's
+    dashboard file: its 672 cases become a few, estimated in minutes, not hours."""
+    import shlex
+
+    from workflow.stages.plan import load_suite
+
     page = (REPO / "docs" / "suites.md").read_text()
-    assert "## A subset of a suite" in page
+    section = page.split("## A subset of a suite", 1)[1].split("\n## ", 1)[0]
+    command = section.split("# A torchao file", 1)[1].split("\n# ", 1)[0]
+    words = shlex.split(command.split("\n", 1)[1].replace("\\\n", " "))
+    assert words[:2] == ["snakemake", "-n"] and "dash.yml" in words
+    from snakemake.cli import parse_config
+
+    # As snakemake reads them, then the Snakefile (stages/plan.load_suite).
+    overrides = parse_config(words[words.index("--config") + 1:])
+    dash = (REPO / "tests/data/upstream/torchao/published/"
+            "317179ea43ff.dashboard.microbenchmark_quantization_config.yml")
+    assert len(load_suite([dash], {"torchao_device": "cpu"}).cases) == 672
+    subset = load_suite([dash], overrides)
+    assert 0 < len(subset.cases) <= 16, len(subset.cases)
+    assert plan_time.estimate(subset, peak=PEAK)["seconds"] < 3600
