@@ -19,6 +19,7 @@ from workflow.stages.plan import (
 )
 from workflow.stages.iree import RUN_ID_ENV
 from workflow.stages.other_run import other_run_refusal
+from workflow.stages.plan_time import plan_check
 from workflow.stages.profile_check import profile_refusal
 from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
 from workflow.stages.suite_dir import suite_dir
@@ -97,6 +98,19 @@ if workflow.is_main_process:
     os.environ.setdefault(RUN_ID_ENV, uuid.uuid4().hex)
     for line in verify_batches(SUITE):
         print(line, file=sys.stderr)
+    # What the whole suite should take, said before it runs (`snakemake -n` too); a run
+    # above an hour asks first in a terminal, elsewhere it needs BENCHFLOW_CONFIRMED=1
+    # (workflow/stages/plan_time.py).
+    try:
+        PLAN_LINES, PLAN_REFUSAL = plan_check(SUITE, argv=sys.argv)
+    except Refused as refusal:
+        print(refusal, file=sys.stderr)
+        sys.exit(2)
+    for line in PLAN_LINES:
+        print(line, file=sys.stderr)
+    if PLAN_REFUSAL:
+        print(PLAN_REFUSAL, file=sys.stderr)
+        sys.exit(1)
 # On SLURM (profiles/slurm) a SKU's jobs go to its own `slurm` partition, else to the
 # profile's (rules/*.smk read SLURM_PARTITION; a rule's resource replaces the default).
 # What the run is missing is said once, here, before anything is submitted: an unset

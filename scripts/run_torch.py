@@ -1,7 +1,9 @@
 # Adapter: Snakemake rule `run_torch` -> workflow.stages.torch.run_torch_batch.
+import sys
+
 from workflow.stages.job import end_quietly_on_ctrl_c
 from workflow.stages.targets import time_targets
-from workflow.stages.torch import run_torch_batch
+from workflow.stages.torch import printable_line, run_torch_batch
 
 end_quietly_on_ctrl_c()
 
@@ -15,4 +17,7 @@ run_torch_batch(
     log=snakemake.log[0],
     targets=time_targets([c["id"] for c in snakemake.params.cases], snakemake.wildcards.sku,
                          snakemake.params.sku["measurement"], snakemake.config["goldens"]),
+    # A line per case as the batch finishes it, on the job's stderr (the terminal of a
+    # local run, the job's output file on a cluster): a batch of hours is not silent.
+    say=lambda line: print(printable_line(line), file=sys.stderr, flush=True),
 )

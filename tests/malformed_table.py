@@ -26,6 +26,8 @@ SOURCES = (
     ("A/B results read back", "tests.test_ab_file"),
     ("misbehaving user models", "tests.test_misbehaving_models"),
     ("bisect", "tests.test_bisect"),
+    ("two revisions (ab --base --new)", "tests.test_ab_revisions"),
+    ("a plan's time (environment)", "tests.test_plan_time"),
     ("package bisection", "tests.test_packages"),
     ("names and text from outside", "tests.test_outside_names"),
     ("snakemake --config overrides", "tests.test_malformed_config_args"),

@@ -78,9 +78,13 @@ def git(repo, *args) -> str:
                           text=True).stdout.strip()
 
 
-def commit(repo: Path, message: str, *, width=256, name="m", notes="") -> str:
+def commit(repo: Path, message: str, *, width=256, name="m", notes="", rows="m") -> str:
+    """A commit of the models and notes; `name`: the scaling model's variable (IREE
+    only), `rows`: the widening model's (a model that runs on torch-eager too)."""
     (repo / "models").mkdir(exist_ok=True)
-    (repo / "models" / "widening.py").write_text(WIDENING.format(width=width))
+    (repo / "models" / "widening.py").write_text(
+        WIDENING.format(width=width).replace("m, k = shape", f"{rows}, k = shape")
+        .replace("randn(m, k,", f"randn({rows}, k,"))
     (repo / "models" / "scaling.py").write_text(RENAMED.format(name=name))
     (repo / "notes.txt").write_text(notes)
     git(repo, "add", "-A")
@@ -169,46 +173,93 @@ def test_two_commits_that_differ_in_a_notes_file_measure_nothing(repo, capsys, t
     assert doc["pairs"] == [] and len(doc["unchanged"]) == 5
 
 
-@pytest.mark.parametrize("what", ["unknown", "not-ancestor", "dirty", "invalid-suite",
-                                  "output-of-a-suite", "output-a-fifo", "store-not-a-store"])
+# The malformed inputs of a two-revision A/B (docs/malformed-inputs.md).
+CASES = [
+    ("ab-unknown", "--new names no commit", "--new 'no-such-branch': no such commit"),
+    ("ab-swapped", "--base and --new given the other way round (--new an ancestor of "
+     "--base)", "--new 'HEAD~1' is an ancestor of --base 'HEAD', so there is no change"),
+    ("ab-unrelated", "--base and --new share no history (an orphan branch)",
+     "have no common ancestor"),
+    ("ab-dirty", "a tracked file edited and not committed",
+     "uncommitted changes to 1 tracked file(s) (e.g. notes.txt)"),
+    ("ab-invalid-suite", "the suite does not load at one revision", "the suite does not load"),
+    ("ab-output-of-a-suite", "--output holds a suite's own ab.json",
+     "--output: holds something other than"),
+    ("ab-output-a-fifo", "--output is a FIFO (read without blocking)",
+     "--output: holds something other than"),
+    ("ab-store-not-a-store", "--store is a regular file", "/store: "),
+]
+
+
+@pytest.mark.parametrize("what,desc,expected", CASES, ids=[c[0] for c in CASES])
 def test_malformed_revisions_are_one_line_and_exit_2(repo, capsys, tmp_path, monkeypatch,
-                                                     what):
+                                                     what, desc, expected):
     monkeypatch.chdir(tmp_path)
     base, new = "main", "HEAD"
-    if what == "unknown":
+    if what == "ab-unknown":
         new = "no-such-branch"
-    elif what == "not-ancestor":
+    elif what == "ab-swapped":
         commit(repo, "later", notes="x\n")
         base, new = "HEAD", "HEAD~1"
-    elif what == "dirty":
+    elif what == "ab-unrelated":
+        git(repo, "checkout", "-q", "--orphan", "elsewhere")
+        commit(repo, "a history of its own", notes="y\n")
+        git(repo, "checkout", "-q", "main")
+        new = "elsewhere"
+    elif what == "ab-dirty":
         (repo / "notes.txt").write_text("edited, not committed\n")
-    elif what == "invalid-suite":
+    elif what == "ab-invalid-suite":
         (repo / "suite.yaml").write_text("skus: [not, a, mapping]\n")
         git(repo, "commit", "-q", "-am", "break the suite")
         base = "HEAD~1"
-    elif what == "output-of-a-suite":
+    elif what == "ab-output-of-a-suite":
         (tmp_path / "results").mkdir()
         (tmp_path / "results" / "ab.json").write_text('{"pairs": []}')
-    elif what == "output-a-fifo":  # read without blocking: only a regular file is read
+    elif what == "ab-output-a-fifo":  # read without blocking: only a regular file is read
         (tmp_path / "results").mkdir()
         os.mkfifo(tmp_path / "results" / "ab.json")
     extra = []
-    if what == "store-not-a-store":
+    if what == "ab-store-not-a-store":
         (tmp_path / "store").write_text("a file\n")
         extra = ["--store", str(tmp_path / "store")]
     status = git(repo, "status", "--porcelain")
     code, out, err = ab(repo, capsys, "--base", base, "--new", new, *extra)
     assert code == 2, out + err
     assert len(err.strip().splitlines()) == 1, err
-    expected = {"unknown": "--new 'no-such-branch': no such commit",
-                "not-ancestor": "is not an ancestor of --new",
-                "dirty": "uncommitted changes to 1 tracked file(s) (e.g. notes.txt)",
-                "invalid-suite": "the suite does not load",
-                "output-of-a-suite": "--output: holds something other than",
-                "output-a-fifo": "--output: holds something other than",
-                "store-not-a-store": str(tmp_path / "store")}[what]
     assert expected in err, err
+    assert "Traceback" not in err
     assert git(repo, "status", "--porcelain") == status
+
+
+def test_a_base_that_moved_on_is_compared_at_the_merge_base(repo, capsys, tmp_path,
+                                                            monkeypatch):
+    """The base branch got a commit after the feature branched off it (a merge request
+    whose target moved): the feature is compared with their merge base, as `git diff
+    main...feature` shows its change, and says so; the base's own later commit (here a
+    widened model) is not the feature's change and is not measured."""
+    fork = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, "release notes", notes="a note\n")
+    git(repo, "checkout", "-q", "main")
+    moved = commit(repo, "main moves on", width=2048)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = ab(repo, capsys, "--base", "main", "--new", "feature")
+    assert code == 0, out + err
+    doc = json.loads((tmp_path / "results" / "ab.json").read_text())
+    revs = doc["revisions"]
+    assert revs["base"] == fork and revs["base_named"] == moved and revs["merge_base"], revs
+    assert revs["base_ref"] == "main"
+    assert doc["pairs"] == [] and len(doc["unchanged"]) == 5, doc
+    lines = out.splitlines()
+    assert lines[1] == (f"against the merge base {fork[:12]} of --base main ({moved[:12]}) "
+                        "and the new revision, as `git diff main...` compares: the base "
+                        "branch's later commits are not this change"), out
+    assert "merge base" in err
+    # An ancestor --base is itself the merge base: nothing said about it.
+    code, out, _ = ab(repo, capsys, "--base", fork, "--new", "feature",
+                      "--output", str(tmp_path / "again.json"))
+    assert code == 0 and "merge base" not in out
+    assert json.loads((tmp_path / "again.json").read_text())["revisions"]["merge_base"] is False
 
 
 # --- bisect's revision families, as a two-revision A/B meets them ----------------------
@@ -298,3 +349,129 @@ def test_a_case_unsupported_at_either_revision_is_listed_unsupported_not_measure
     got = classify(base, new, None)
     assert got["unsupported"] == ["a"] and got["iree"] == ["b"] and got["unchanged"] == ["c"]
     assert got["torch"] == []
+
+
+# --- what torch runs, and equivalence at the suite's tolerance ---------------------------
+
+PROGRAM = '''
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+
+@benchmark_model(default_shape=(16, 32), shape_doc="[rows, cols]")
+def {model}(config, dtype, layers, shape):
+    """Linear, ReLU, Linear: its variables and its first layer's attribute named {{rows}}
+    and {{attr}} (a rename moves nothing torch runs)."""
+    import torch
+
+    {rows}, k = shape
+    gen = seeded()
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.{attr} = torch.nn.Linear(k, k, bias=False)
+            self.out = torch.nn.Linear(k, {width}, bias=False)
+
+        def forward(self, x):
+            # a comment
+            return self.out(torch.relu(self.{attr}(x)))
+
+    return finish(Net(), (torch.randn({rows}, k, generator=gen),), dtype)
+'''
+
+
+def test_a_renamed_variable_or_attribute_exports_the_same_torch_program(tmp_path):
+    """What torch runs, without names or debug locations: a renamed local variable, a
+    renamed submodule attribute and a moved line give the same digest; a wider layer,
+    another shape or dtype do not (the mode, recipe and settings are keyed beside it:
+    prepare.torch_programs)."""
+    from workflow.backends.torch.program import program_digest
+
+    def digest(model, *, rows="m", attr="proj", width=32, shape=(16, 32), dtype="f32",
+               pad=""):
+        path = tmp_path / f"{model}.py"
+        path.write_text(pad + PROGRAM.format(model=model, rows=rows, attr=attr, width=width))
+        return program_digest({"model": model, "config": "default", "dtype": dtype,
+                               "layers": None, "shape": list(shape), "mode": "inference",
+                               "model_modules": [str(path)]})
+
+    base = digest("net_base")
+    assert digest("net_renamed", rows="rows", attr="first", pad="\n\n# moved\n") == base
+    assert digest("net_wider", width=64) != base
+    assert digest("net_taller", shape=(32, 32)) != base
+    assert digest("net_half", dtype="bf16") != base
+
+
+def test_the_same_program_needs_both_sides_exported_and_equal():
+    """A side that could not be exported (the error of each) is measured, never taken
+    as the same program as the other."""
+    from workflow.bisect import suite_ab
+
+    assert suite_ab.same_program({"program": "p1"}, {"program": "p1"})
+    assert not suite_ab.same_program({"program": "p1"}, {"program": "p2"})
+    assert not suite_ab.same_program({"error": "export failed"}, {"error": "export failed"})
+    assert not suite_ab.same_program(None, {"program": "p1"})
+
+
+def _inconclusive(ci, ratio=1.004, rounds=185):
+    return {"verdict": "inconclusive", "ratio": ratio, "ci": list(ci), "ci95": list(ci),
+            "rounds": rounds, "seconds": 122.9, "stop_reason": "time-budget",
+            "to_decide": None, "case": "sync/torch-eager/normproj-16x64-f32/baseline",
+            "p_value": 0.4, "base": "a" * 12, "new": "b" * 12, "workload": "normproj-16x64-f32",
+            "mde": None}
+
+
+def test_an_interval_inside_the_tolerance_is_no_difference_at_that_margin():
+    """x1.004 [0.994, 1.014] after 185 rounds: the 1 % margin was not reached, but the
+    interval lies well inside the gate's x1.10: no-difference, the row and its line
+    naming the margin used, and the comparison passes. An interval reaching beyond
+    the tolerance stays inconclusive; a decided row is left as it is."""
+    from workflow.bisect.suite_ab import judged_at_tolerance, outcome
+    from workflow.records.ab import validate_ab
+    from workflow.render.ab_revisions import text_lines
+
+    row = judged_at_tolerance(_inconclusive((0.994, 1.014)), 0.01, 1.10)
+    assert row["verdict"] == "no-difference" and row["ab_margin_verdict"] == "inconclusive"
+    assert row["equivalence"] == {"margin": pytest.approx(0.10), "setting": "goldens.tolerance",
+                                  "tolerance": 1.10, "ab_margin": 0.01}
+    wide = judged_at_tolerance(_inconclusive((0.990, 1.238), ratio=1.061), 0.01, 1.10)
+    assert wide["verdict"] == "inconclusive"
+    assert judged_at_tolerance(_inconclusive((0.994, 1.014)), 0.01, 1.005)["verdict"] \
+        == "inconclusive"  # a tolerance inside the margin adds nothing
+    regressed = {**_inconclusive((1.02, 1.05), ratio=1.03), "verdict": "regression"}
+    assert judged_at_tolerance(regressed, 0.01, 1.10) is regressed
+    doc = {"pairs": [row], "unchanged": [], "same_module": [], "compile_only": [],
+           "added": [], "removed": [], "unsupported": [],
+           "revisions": {"base": "a" * 40, "new": "b" * 40, "suite": "suite.yaml"}}
+    validate_ab({"schema_version": "1.1", "suite_name": "s", "config_hash": "",
+                 "generated_at": "", **doc})
+    doc["outcome"], doc["summary"] = outcome(doc)
+    doc["headline"] = f"ok: {doc['summary']}"
+    assert doc["outcome"] == "passed"
+    (line, ) = [t for t in text_lines(doc) if t.startswith("NO-DIFFERENCE")]
+    assert line.endswith("185 rounds, 122.9 s (time-budget); no-difference at the "
+                         "goldens.tolerance margin 10% (interval within [0.909, 1.100]); "
+                         "the ab.margin 1% was not reached in 185 rounds"), line
+
+
+def test_an_interrupt_while_both_revisions_are_prepared_stops_at_once():
+    """Ctrl-C while the two revisions' processes run at once (each in a session of its
+    own, which the terminal's Ctrl-C does not reach): both are ended, and the command
+    leaves within seconds, not when they would have finished."""
+    import _thread
+    import sys
+    import threading
+
+    from workflow.backends.proc import run_tool
+    from workflow.bisect.suite_ab import _at_once
+
+    def slow():
+        run_tool([sys.executable, "-c", "import time; time.sleep(60)"], stage="prepare",
+                 timeout=120)
+
+    threading.Timer(1.0, _thread.interrupt_main).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        _at_once({"base": slow, "new": slow})
+    assert time.monotonic() - start < 10

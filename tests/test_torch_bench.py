@@ -145,7 +145,11 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
     log = tmp_path / "log.txt"
     # What the hang costs; a worker's start (about 2 s idle) or a healthy step fits
     # well within it on a loaded machine (tests/test_faults.py's RUN_S).
-    got = run_pass(plan, "batch", cases, timeout_per_case=15, log=str(log))
+    heard = []
+    got = run_pass(plan, "batch", cases, timeout_per_case=15, log=str(log),
+                   finished=lambda cid, result: heard.append((cid, result["status"])))
+    # Each case heard of once as it ended, the hung and the crashed ones too.
+    assert sorted(heard) == sorted((cid, r["status"]) for cid, r in got.items())
     by_model = {c["workload"]["model"] + str(c["workload"]["shape"]): got[c["id"]]
                 for c in cases}
     assert by_model["linear[4, 8, 8]"]["status"] == "ok"
@@ -160,9 +164,15 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
 def test_a_batch_writes_one_record_per_case(tmp_path):
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8], [8, 8, 8]]}])
     cases, plan = plan_of(suite)
+    said = []
     records = run_torch_batch(cases=cases, backends=plan["backends"], sku=suite.sku("host"),
                               tolerances=plan["tolerances"], timeout_per_case=120,
-                              out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
+                              out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"),
+                              say=said.append)
+    # A line per case as the worker finished it (a batch of hours is not silent).
+    assert [line.split(": ")[1].split()[0] for line in said] == [c["id"] for c in cases]
+    assert said[0].startswith("torch 1 of 2 done (") and " median " in said[0], said
+    assert said[1].startswith("torch 2 of 2 done ("), said
     cases_dir = tmp_path / "batch" / "cases"
     assert sorted(str(p.relative_to(cases_dir)) for p in cases_dir.rglob("*.json")) == [
         "torch-eager/linear-4x8x8-f32/baseline.json", "torch-eager/linear-8x8x8-f32/baseline.json"]
@@ -213,3 +223,17 @@ def test_a_skus_python_that_is_not_there_is_refused_at_load(tmp_path):
         load([write_suite(tmp_path / "s.yaml", cfg)])
     assert f"skus.host.torch.python: '{tmp_path / 'nope'}' is not an executable file" in \
         str(err.value.problems)
+
+
+def test_a_case_done_line_says_what_became_of_the_case():
+    from workflow.stages.torch import case_done_line
+
+    ok = {"status": "ok", "timing": {"median_ms": 1.23456}}
+    assert case_done_line("host/torch-eager/linear-4x8x8-f32/baseline", ok, 3, 240, 61.4) == (
+        "torch 3 of 240 done (61 s into the batch): host/torch-eager/linear-4x8x8-f32/baseline "
+        "median 1.235 ms")
+    failed = {"status": "failed", "error": "timeout after 15 s (batch)\nmore"}
+    assert case_done_line("c", failed, 1, 2, 0).endswith(
+        "c failed: timeout after 15 s (batch)")
+    assert case_done_line("c", {"status": "unsupported", "reason": "no CUDA"}, 1, 1, 0) \
+        .endswith("c unsupported: no CUDA")

@@ -83,3 +83,10 @@ def measure(sizes=SIZES, repeats: int = REPEATS, budget_s: float = BUDGET_S) -> 
         "threads": os.cpu_count(),
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def quick() -> float:
+    """A rough peak in GFLOP/s in well under a second (numpy only: torch's import alone
+    takes seconds), for estimating a plan's time before anything ran here; the run's own
+    peak job (measure) replaces it."""
+    return max(_numpy((512,), 3, 0.1).values())

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
+from workflow.backends.groups import descendants
 from workflow.backends.output import (
     CHUNK,
     MACHINE_ERRNOS,
@@ -296,25 +297,10 @@ def _let_it_stop(proc: subprocess.Popen) -> None:
     try:
         proc.wait(timeout=INTERRUPT_GRACE_S)
     except subprocess.TimeoutExpired:
-        for pid in [proc.pid, *_descendants(proc.pid)]:
+        for pid in [proc.pid, *descendants(proc.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGINT)
         proc.wait()
-
-
-def _descendants(pid: int) -> list[int]:
-    """The processes below `pid`, children first (Linux's /proc/PID/task/TID/children;
-    none where there is no such file)."""
-    found, todo = [], [pid]
-    while todo:
-        for listing in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
-            try:
-                children = [int(c) for c in listing.read_text().split()]
-            except (OSError, ValueError):  # the task ended meanwhile
-                continue
-            found += children
-            todo += children
-    return found
 
 
 def exit_reason(code: int) -> str:

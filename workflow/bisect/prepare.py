@@ -119,14 +119,48 @@ def suite_keys(tree: Path, suite_rel: str, label: str) -> dict:
         cases[case.id] = {"backend_kind": case.backend_kind, "key": key,
                           "unsupported": case.unsupported, "torch_side": side}
     return {"suite_name": suite.config.get("suite_name"), "ab": suite.config["ab"],
-            "timeouts": suite.config["timeouts"], "cases": cases}
+            "timeouts": suite.config["timeouts"],
+            # The gate's time tolerance: an A/B row inside it is no-difference where the
+            # ab.margin was not reached (suite_ab.judged_at_tolerance).
+            "tolerance": suite.config["goldens"]["tolerance"], "cases": cases}
 
 
-def build(prepared: dict, out: Path) -> dict:
+def torch_programs(tree: Path, suite_rel: str, case_ids: list[str], label: str) -> dict:
+    """Each torch case of `case_ids` at this revision as what torch runs (a rename moves
+    nothing of it): {"program": digest} of its exported graph without names or debug
+    locations, its weights and inputs (backends/torch/program.py), its recipe, backend
+    and SKU settings and the torch builds (its key's content less the model sources);
+    {"error"} for a case that cannot be built or exported here, which is then measured."""
+    from workflow.backends.torch.program import program_digest
+    from workflow.stages import keys
+    from workflow.suite.load import load
+
+    where = f"{suite_rel} at {label}"
+    suite = load([tree / suite_rel])
+    out = {}
+    for case_id in case_ids:
+        try:
+            case = find_case(suite, case_id, where)
+            side = torch_side(suite, case, label)
+            content = keys.torch_batch_content([side["case"]["workload"]], suite.sku(case.sku))
+            content.pop("model sources")
+            graph = program_digest(side["case"]["workload"])
+        except Exception as exc:  # the model's own failure: this case is measured instead
+            out[case_id] = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+            continue
+        settings = _relative({**side["case"], "sku": side["sku"], "backend": side["backend"],
+                              "content": content}, tree)
+        out[case_id] = {"program": keys.digest({"settings": settings, "graph": graph})}
+    return out
+
+
+def build(prepared: dict, out: Path, *, export_only: bool = False) -> dict:
     """The revision's export and module under `out` (the export reused while its content
     key holds: stages/iree.export). Returns {vmfb, inputs, mlir, dtypes, compile_flags} or
     {failed: {stage, error}}: a model that does not export or compile at a revision is
-    that revision's failed step, never a lost bisection."""
+    that revision's failed step, never a lost bisection. `export_only`: the export and
+    the flags, no module (vmfb None): what suite_ab.same_module compares before anything
+    is compiled."""
     from workflow.backends.iree import tools as iree
     from workflow.stages.iree import compile_module, export
 
@@ -138,6 +172,10 @@ def build(prepared: dict, out: Path) -> dict:
     exported = export(spec=prepared["spec"], timeout=timeouts["export_s"], log=log, **files)
     if not exported.ok:
         return {"failed": {"stage": exported.failed_stage or "export", "error": exported.error}}
+    if export_only:
+        return {"vmfb": None, "inputs": files["inputs"], "mlir": files["mlir"],
+                "compile_flags": iree.compile_flags(prepared["sku"]),
+                "run_flags": iree.device_flags(prepared["sku"]), "failed": None}
     vmfb = out / "compile" / "module.vmfb"
     vmfb.parent.mkdir(parents=True, exist_ok=True)
     compiled = compile_module(mlir=files["mlir"], export_meta=files["meta"],
@@ -156,26 +194,38 @@ def build(prepared: dict, out: Path) -> dict:
 
 
 def build_cases(tree: Path, suite_rel: str, case_ids: list[str], label: str,
-                root: Path) -> dict:
+                root: Path, *, export_only: bool = False) -> dict:
     """Each IREE case of `case_ids` at this revision, built under root/<its key>:
-    id -> prepare's answer with the build's (built_under), or {"error"} for a case the
-    revision cannot prepare."""
+    id -> prepare's answer with the build's (built_under; `export_only`: exported, not
+    compiled), or {"error"} for a case the revision cannot prepare."""
+    from workflow.backends.iree import tools as iree
+    from workflow.stages import keys
     from workflow.suite.load import load
 
     where = f"{suite_rel} at {label}"
     suite = load([tree / suite_rel])
-    out = {}
+    out, exports = {}, {}
     for case_id in case_ids:
         try:
             prepared = _iree_prepared(suite, find_case(suite, case_id, where), tree, {}, where)
         except ConfigError as exc:
             out[case_id] = {"error": " ".join(exc.problems)}
             continue
-        out[case_id] = built_under(prepared, root)
+        same_export = exports.get(keys.digest(prepared["parts"]["export"]))
+        if export_only and same_export is not None:
+            # One workload's cases on two SKUs export one program (the export's key has
+            # no SKU in it): exported once, each case with its own SKU's flags.
+            out[case_id] = {**prepared, **{k: same_export.get(k) for k in (
+                "vmfb", "inputs", "mlir", "failed")},
+                "compile_flags": iree.compile_flags(prepared["sku"]),
+                "run_flags": iree.device_flags(prepared["sku"])}
+            continue
+        out[case_id] = built_under(prepared, root, export_only=export_only)
+        exports[keys.digest(prepared["parts"]["export"])] = out[case_id]
     return out
 
 
-def built_under(prepared: dict, root: Path) -> dict:
+def built_under(prepared: dict, root: Path, *, export_only: bool = False) -> dict:
     """`prepared` with its build, made (or reused) under root/<its content key> while
     holding that directory's lock: the key covers everything the build is made from
     (model sources, SKU, tools), so two bisections or A/Bs at once in one cache, one
@@ -185,7 +235,7 @@ def built_under(prepared: dict, root: Path) -> dict:
     built = root / prepared["key"]
     built.mkdir(parents=True, exist_ok=True)
     with FileLock(str(built) + ".lock"):
-        return {**prepared, **build(prepared, built)}
+        return {**prepared, **build(prepared, built, export_only=export_only)}
 
 
 def main(argv: list[str]) -> None:
@@ -195,9 +245,17 @@ def main(argv: list[str]) -> None:
         if request.get("all"):
             write_json(out, suite_keys(tree, suite_rel, label))
             return
-        if request.get("cases") is not None:
-            write_json(out, {"cases": build_cases(tree, suite_rel, request["cases"], label,
-                                                  Path(request["build"]))})
+        if request.get("cases") is not None or request.get("programs") is not None:
+            # One process per revision for both kinds: the model files are imported once.
+            answer = {}
+            if request.get("cases") is not None:
+                answer["cases"] = build_cases(tree, suite_rel, request["cases"], label,
+                                              Path(request["build"]),
+                                              export_only=bool(request.get("export_only")))
+            if request.get("programs") is not None:
+                answer["programs"] = torch_programs(tree, suite_rel, request["programs"],
+                                                    label)
+            write_json(out, answer)
             return
         prepared = case_key(tree, suite_rel, request["case"], request.get("tools") or {},
                             label)

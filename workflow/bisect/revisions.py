@@ -129,6 +129,18 @@ def require_suite_at(repo: Path, rel: str, sha: str, flag: str, rev: str) -> Non
                            "suite file the revision holds"]) from None
 
 
+def merge_base(repo: Path, a: str, b: str, what: str, refusal: str) -> str:
+    """The best common ancestor of commits a and b (`git merge-base`, what `git diff
+    a...b` compares b against); ConfigError (`refusal`) when they have none, in a
+    shallow clone one saying so (`what`: the flags' revisions)."""
+    try:
+        return _git(repo, "merge-base", a, b)
+    except StageError:
+        if _shallow(repo):  # the common history may be what was cut
+            raise _shallow_error(repo, what) from None
+        raise ConfigError([refusal]) from None
+
+
 def dirty_files(repo: Path) -> list[str]:
     """The tracked files with uncommitted changes, as `git status --porcelain` lists
     them; --no-optional-locks: reading never takes the index lock or rewrites the

@@ -11,7 +11,13 @@ modules with the suite's `ab` stopping rule and the attribution of its dispatche
 byte (a renamed variable, a comment: `same_module`), which is listed, not measured. A
 torch case whose inputs changed is measured as a suite's own torch pair is
 (stages/ab_torch: a long-lived worker per side, each importing its revision's model
-files, timed blocks interleaved).
+files, timed blocks interleaved), unless both revisions export the same torch program
+(`same_program`: the graph without names or debug locations, the weights and inputs).
+Before anything is compiled, both kinds are exported at both revisions at once and those
+that run the same program are set aside (set_aside_same_programs). A base that moved on
+since the new revision branched off is replaced by their merge base, as `git diff
+base...new` compares (`revisions`). An inconclusive row whose interval lies within the
+suite's time tolerance is no-difference at that margin (judged_at_tolerance).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from workflow.bisect.run import OUTCOME_HEADS, call_prepare
 from workflow.errors import REASON_CHARS, ConfigError, StageError, error_line
 from workflow.records.storage import file_sha256
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.stats import paired
 from workflow.stats.enums import ABVerdict
 
 SCHEMA_VERSION = "1.1"
@@ -42,33 +49,67 @@ SCHEMA_VERSION = "1.1"
 class Revisions:
     repo: Path
     suite: str        # the suite file, relative to the repository
-    base: str         # full shas
-    new: str
+    base: str         # full shas: base is what the new revision is compared against,
+    new: str          # the merge base when --base moved on since new branched off
+    base_ref: str = ""        # --base as given, and the commit it named
+    base_named: str = ""
 
     def label(self, sha: str) -> str:
         return sha[:12]
 
+    @property
+    def merge_base(self) -> bool:
+        """Whether --base moved on, so the merge base stands in for it."""
+        return bool(self.base_named) and self.base_named != self.base
+
+    def merge_base_line(self) -> str | None:
+        """What is compared when --base moved on (None when it did not)."""
+        if not self.merge_base:
+            return None
+        return (f"--base {self.base_ref!r} ({self.label(self.base_named)}) moved on since "
+                f"--new branched off: comparing against their merge base "
+                f"{self.label(self.base)}, as `git diff {self.base_ref}...NEW` does (the "
+                "base branch's own later commits are not this change)")
+
+    def to_dict(self) -> dict:
+        """ab.json's `revisions`: base is the commit compared against; base_ref and
+        base_named what --base said; merge_base whether base is their merge base."""
+        return {"repo": str(self.repo), "suite": self.suite, "base": self.base,
+                "new": self.new, "base_ref": self.base_ref,
+                "base_named": self.base_named or self.base, "merge_base": self.merge_base}
+
 
 def revisions(repo: Path | None, suite: Path, base: str, new: str) -> Revisions:
-    """The two commits, checked before anything is prepared: both exist, base is an
-    ancestor of new (a pull request's base), the suite file is in the repository, and
-    the work tree has no uncommitted change to a tracked file (the comparison reads
-    commits; uncommitted edits would be silently left out). ConfigError otherwise."""
+    """The two commits, checked before anything is prepared: both exist, the suite file
+    is in the repository, and the work tree has no uncommitted change to a tracked file
+    (the comparison reads commits; uncommitted edits would be silently left out).
+    ConfigError otherwise. When --base is not an ancestor of --new (the base branch
+    moved on after the pull request branched off it, as a merge request's target does),
+    the comparison is against their merge base, as `git diff base...new` shows a pull
+    request's change: the base branch's own later commits are not this change."""
     root = git.repo_root(repo or suite.resolve().parent)
     rel = git.suite_in_repo(root, suite)
     b, n = git.resolve(root, base, "--base"), git.resolve(root, new, "--new")
-    for sha, flag, rev in ((b, "--base", base), (n, "--new", new)):
+    fork = git.merge_base(root, b, n, f"--base {base!r} .. --new {new!r}",
+                          f"{root}: --base {base!r} and --new {new!r} have no common "
+                          "ancestor; expected the base branch the new revision was made "
+                          "from (a pull request's base)")
+    if fork == n != b:
+        # Nothing of --new is outside --base: the comparison would be of one commit with
+        # itself, which is what two revisions given the other way round look like.
+        raise ConfigError([f"{root}: --new {new!r} is an ancestor of --base {base!r}, so "
+                           "there is no change to compare; expected --base the branch the "
+                           "new revision was made from and --new the later work (given the "
+                           "other way round?)"])
+    # At the commits compared: the merge base stands for --base where the base moved on.
+    for sha, flag, rev in ((fork, "--base", base), (n, "--new", new)):
         git.require_suite_at(root, rel, sha, flag, rev)
-    git.require_ancestor(root, b, n, f"--base {base!r} .. --new {new!r}",
-                         f"{root}: --base {base!r} is not an ancestor of --new {new!r}; "
-                         "expected the base the new revision was made from (a pull "
-                         "request's base branch)")
     dirty = git.dirty_files(root)
     if dirty:
         raise ConfigError([f"{root}: the work tree has uncommitted changes to {len(dirty)} "
                            f"tracked file(s) (e.g. {dirty[0]}); `benchflow ab` compares "
                            "commits: commit or stash them first"])
-    return Revisions(root, rel, b, n)
+    return Revisions(root, rel, fork, n, base_ref=base, base_named=b)
 
 
 def _keys(revs: Revisions, sha: str, cache: Path) -> dict:
@@ -113,39 +154,24 @@ def compare(revs: Revisions, cache: Path, *, pattern: str | None = None,
     each measured IREE case's (Step, {sha: its side built}), stores the sides and says
     what became of them (doc["history"]; keep_sides)."""
     started = datetime.now(UTC)
-    keys = {sha: _keys(revs, sha, cache) for sha in (revs.base, revs.new)}
+    if revs.merge_base:
+        say(revs.merge_base_line())
+    keys = _both(revs, lambda sha: _keys(revs, sha, cache))
     sorted_ = classify(keys[revs.base]["cases"], keys[revs.new]["cases"], pattern)
     if pattern and not any(sorted_.values()):
         raise ConfigError([f"--cases {pattern!r}: matches no case of {revs.suite} at either "
                            "revision; expected a glob over `benchflow list --cases` ids"])
-    rows, steps = [], []
-    if sorted_["iree"]:
-        say(f"building {len(sorted_['iree'])} changed IREE case(s) at both revisions ...")
-        built = {sha: _built(revs, sha, sorted_["iree"], cache) for sha in (revs.base, revs.new)}
-        for i, case_id in enumerate(sorted_["iree"], 1):
-            sides = (built[revs.base][case_id], built[revs.new][case_id])
-            if same_module(*sides):
-                sorted_["same_module"].append(case_id)
-                continue
-            if sides[0].get("absent") and sides[1].get("absent"):
-                # Compiled at both revisions for a device this machine lacks: nothing to
-                # time here, as the report's compile-only cases; never a failure.
-                sorted_["compile_only"].append({"case": case_id, "why": sides[1]["absent"]})
-                continue
-            say(f"measuring {case_id} ({i} of {len(sorted_['iree'])}) ...")
-            measured_at = now()
-            step = measure_pair((revs.base, revs.new), sides, scale=1,
-                                log=str(cache / "logs" / "ab.log"))
-            step.row["measured_at"] = measured_at
-            rows.append({**step.row, "case": case_id})
-            steps.append((step, dict(zip((revs.base, revs.new), sides, strict=True))))
+    set_aside_same_programs(revs, sorted_, cache, say)
+    rows, steps = _measure_iree(revs, sorted_, cache, say)
+    tolerance = keys[revs.base].get("tolerance")
     for i, case_id in enumerate(sorted_["torch"], 1):
         say(f"measuring {case_id} (torch, {i} of {len(sorted_['torch'])}) ...")
         rows.append({**torch_pair(revs, keys, case_id, cache), "case": case_id})
+    rows = [judged_at_tolerance(row, keys[revs.base]["ab"]["margin"], tolerance)
+            for row in rows]
     doc = {"schema_version": SCHEMA_VERSION, "suite_name": keys[revs.new].get("suite_name"),
            "config_hash": "", "generated_at": started.isoformat(timespec="seconds"),
-           "revisions": {"repo": str(revs.repo), "suite": revs.suite, "base": revs.base,
-                         "new": revs.new},
+           "revisions": revs.to_dict(),
            "pairs": rows, **{k: sorted_[k] for k in ("unchanged", "same_module", "compile_only",
                                                      "added", "removed", "unsupported")},
            "seconds": round((datetime.now(UTC) - started).total_seconds(), 1)}
@@ -155,6 +181,60 @@ def compare(revs: Revisions, cache: Path, *, pattern: str | None = None,
     # The first word, as the gates and bisect head their lines.
     doc["headline"] = f"{OUTCOME_HEADS[doc['outcome']]}: {doc['summary']}"
     return doc
+
+
+def set_aside_same_programs(revs: Revisions, sorted_: dict, cache: Path, say) -> None:
+    """The changed cases whose program is the same at both revisions, moved from
+    sorted_["iree"] / ["torch"] to sorted_["same_module"]: what each runs, exported at
+    both revisions before anything is compiled or measured (a rename, a comment or a
+    moved line changes a key but not the program)."""
+    if not (sorted_["iree"] or sorted_["torch"]):
+        return
+    say(f"exporting {len(sorted_['iree']) + len(sorted_['torch'])} changed case(s) at "
+        "both revisions to compare their programs ...")
+    # The torch programs in processes of their own: a model that ends its process
+    # when called (os._exit, a signal) loses its revision's torch programs, which are
+    # then measured, never the IREE exports beside them.
+    shas = (revs.base, revs.new)
+    answers = _at_once({**{("iree", sha): (lambda sha=sha: _built(
+        revs, sha, sorted_["iree"], cache, export_only=True)) for sha in shas},
+        **{("torch", sha): (lambda sha=sha: _programs(revs, sha, sorted_["torch"], cache))
+           for sha in shas}})
+    for case_id in list(sorted_["iree"]):
+        if same_module(*(answers["iree", sha]["cases"][case_id] for sha in shas)):
+            sorted_["iree"].remove(case_id)
+            sorted_["same_module"].append(case_id)
+    for case_id in list(sorted_["torch"]):
+        if same_program(*(answers["torch", sha].get(case_id) for sha in shas)):
+            sorted_["torch"].remove(case_id)
+            sorted_["same_module"].append(case_id)
+    sorted_["same_module"].sort()
+
+
+def _measure_iree(revs: Revisions, sorted_: dict, cache: Path, say) -> tuple[list, list]:
+    """The changed IREE cases built at both revisions and measured (measure_pair): their
+    rows, and each one's (Step, {sha: side}) for `keep`; a case compiled for a device
+    this machine lacks is moved to sorted_["compile_only"]."""
+    rows, steps = [], []
+    if not sorted_["iree"]:
+        return rows, steps
+    say(f"building {len(sorted_['iree'])} changed IREE case(s) at both revisions ...")
+    built = _both(revs, lambda sha: _built(revs, sha, sorted_["iree"], cache)["cases"])
+    for i, case_id in enumerate(sorted_["iree"], 1):
+        sides = (built[revs.base][case_id], built[revs.new][case_id])
+        if sides[0].get("absent") and sides[1].get("absent"):
+            # Compiled at both revisions for a device this machine lacks: nothing to
+            # time here, as the report's compile-only cases; never a failure.
+            sorted_["compile_only"].append({"case": case_id, "why": sides[1]["absent"]})
+            continue
+        say(f"measuring {case_id} ({i} of {len(sorted_['iree'])}) ...")
+        measured_at = now()
+        step = measure_pair((revs.base, revs.new), sides, scale=1,
+                            log=str(cache / "logs" / "ab.log"))
+        step.row["measured_at"] = measured_at
+        rows.append({**step.row, "case": case_id})
+        steps.append((step, dict(zip((revs.base, revs.new), sides, strict=True))))
+    return rows, steps
 
 
 def torch_pair(revs: Revisions, keys: dict, case_id: str, cache: Path) -> dict:
@@ -177,19 +257,96 @@ def torch_pair(revs: Revisions, keys: dict, case_id: str, cache: Path) -> dict:
     return {**row, "base": revs.base, "new": revs.new}
 
 
-def _built(revs: Revisions, sha: str, case_ids: list[str], cache: Path) -> dict:
-    """Each case built at `sha` (prepare.build_cases); a process that failed, or a case
-    the revision cannot prepare, is that side's failure, which measure_pair records."""
+def _at_once(tasks: dict) -> dict:
+    """Each task called at once, {name: its answer}: each is a process of its own
+    (prepare.py), and none waits for another (a revision's, or an IREE export's). An
+    interrupt (Ctrl-C, or a task's own error) ends the others' processes first, so that
+    leaving never waits for them (each runs in a session of its own, which the
+    terminal's Ctrl-C does not reach)."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from workflow.backends.groups import kill_own_groups
+
+    if not tasks:
+        return {}
+    pool = ThreadPoolExecutor(len(tasks))
+    try:
+        futures = {name: pool.submit(task) for name, task in tasks.items()}
+        # Waited for in short steps: an interrupt is taken between them, never only when
+        # every process has ended.
+        while wait(futures.values(), timeout=0.2, return_when=FIRST_EXCEPTION).not_done:
+            if any(f.done() and f.exception() for f in futures.values()):
+                break
+        return {name: future.result() for name, future in futures.items()}
+    except BaseException:
+        kill_own_groups()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _both(revs: Revisions, ask) -> dict:
+    """ask(sha) for both revisions at once, {sha: answer}."""
+    return _at_once({sha: (lambda sha=sha: ask(sha)) for sha in (revs.base, revs.new)})
+
+
+def _built(revs: Revisions, sha: str, case_ids: list[str], cache: Path, *,
+           export_only: bool = False) -> dict:
+    """{"cases": each IREE case built at `sha` (prepare.build_cases; `export_only`:
+    exported, not compiled)}, one process. A process that failed, or a case the revision
+    cannot prepare, is that side's failure, which measure_pair records."""
+    if not case_ids:
+        return {"cases": {}}
     tree = git.materialize(revs.repo, sha, cache)
     answer = call_prepare({"tree": str(tree), "suite": revs.suite, "label": revs.label(sha),
-                           "cases": case_ids, "build": str(cache / "builds")},
-                          cache / "logs" / f"{sha}.log")
+                           "cases": case_ids, "build": str(cache / "builds"),
+                           "export_only": export_only}, cache / "logs" / f"{sha}.log")
     if answer.get("failed") or answer.get("error"):
         failed = answer.get("failed") or {"stage": "suite", "error": answer["error"]}
-        return {c: {"failed": failed, "identity": {"workload": c.split("/")[2]}}
-                for c in case_ids}
-    return {c: ({**a, "identity": {"workload": c.split("/")[2]}} if a.get("error") else a)
-            for c, a in answer["cases"].items()}
+        return {"cases": {c: {"failed": failed, "identity": {"workload": c.split("/")[2]}}
+                          for c in case_ids}}
+    return {"cases": {c: ({**a, "identity": {"workload": c.split("/")[2]}} if a.get("error")
+                          else a) for c, a in answer["cases"].items()}}
+
+
+def _programs(revs: Revisions, sha: str, case_ids: list[str], cache: Path) -> dict:
+    """Each torch case's program at `sha` (prepare.torch_programs), one process; a
+    process that failed (a model that ended it) gives none, so every case is measured."""
+    if not case_ids:
+        return {}
+    tree = git.materialize(revs.repo, sha, cache)
+    answer = call_prepare({"tree": str(tree), "suite": revs.suite, "label": revs.label(sha),
+                           "programs": case_ids}, cache / "logs" / f"{sha}.programs.log")
+    return answer.get("programs") or {}
+
+
+def same_program(base: dict | None, new: dict | None) -> bool:
+    """Whether a torch case runs the same program at both revisions: both exported, and
+    the digests of their graphs without names or debug locations, weights, inputs,
+    recipe, backend, SKU settings and torch builds are equal (prepare.torch_programs).
+    A side that could not be exported is measured, never assumed the same."""
+    digests = [(side or {}).get("program") for side in (base, new)]
+    return digests[0] is not None and digests[0] == digests[1]
+
+
+def judged_at_tolerance(row: dict, margin: float, tolerance: float | None) -> dict:
+    """An inconclusive row whose interval lies within the suite's tolerance band
+    [1 / goldens.tolerance, goldens.tolerance] is no-difference at that margin: the
+    ab.margin (1 %) was not reached within its rounds, but the interval shows that the
+    change is smaller than any the gate would call a regression. An equivalence test at
+    the interval's own level, its margin fixed by the suite before anything ran
+    (stats/paired.classify with it); the row says which margin decided it
+    (`equivalence`), and keeps what the ab.margin gave (`ab_margin_verdict`). Any other
+    row is returned as it is."""
+    wider = None if tolerance is None else tolerance - 1
+    if row["verdict"] != ABVerdict.INCONCLUSIVE or not row.get("ci") or wider is None \
+            or wider <= margin:
+        return row
+    if paired.classify(row["ratio"], tuple(row["ci"]), wider) != ABVerdict.NO_DIFFERENCE:
+        return row
+    return {**row, "verdict": ABVerdict.NO_DIFFERENCE, "ab_margin_verdict": row["verdict"],
+            "equivalence": {"margin": wider, "setting": "goldens.tolerance",
+                            "tolerance": tolerance, "ab_margin": margin}}
 
 
 def same_module(base: dict, new: dict) -> bool:
@@ -234,7 +391,7 @@ def outcome(doc: dict, allow_inconclusive: bool = False) -> tuple[str, str]:
     parts = [f"{len(doc['pairs'])} changed case(s) measured",
              f"{len(doc['unchanged'])} with unchanged inputs (not measured)"]
     if doc["same_module"]:
-        parts.append(f"{len(doc['same_module'])} changed in source only (same module, "
+        parts.append(f"{len(doc['same_module'])} changed in source only (same program, "
                      "not measured)")
     if doc["compile_only"]:
         parts.append(f"{len(doc['compile_only'])} compiled only (device absent here)")

@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     # with why, which the run records as skipped cases.
     files = attach(suite)
     print(cases_line(len(suite.cases), len(files.cases), len(files.skipped), args.cases))
+    if args.configfile:
+        # What running it would take, before it runs (stages/plan_time.py).
+        from workflow.stages.plan_time import estimate, plan_line
+
+        print(plan_line(estimate(suite)))
     if args.cases:
         for case in [*suite.cases, *files.cases]:
             print(f"  {case.id}")

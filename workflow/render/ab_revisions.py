@@ -26,9 +26,30 @@ def _figures(row: dict) -> str:
         return f"{row.get('failed_stage')}: {row.get('error')}"
     ci = row.get("ci95") or row.get("ci")
     interval = f" [{ratio_text(ci[0])}, {ratio_text(ci[1])}]" if ci else ""
-    note = decide_note(row)
+    note = decide_note(row) or equivalence_note(row)
     return (f"x{ratio_text(row['ratio'])}{interval}  {row['rounds']} rounds, "
             f"{row['seconds']:.1f} s ({row['stop_reason']})" + (f"; {note}" if note else ""))
+
+
+def equivalence_note(row: dict) -> str:
+    """Which margin decided a no-difference the ab.margin could not (the row's
+    `equivalence`, bisect/suite_ab.judged_at_tolerance); nothing for other rows."""
+    eq = row.get("equivalence")
+    if not eq:
+        return ""
+    return (f"no-difference at the {eq['setting']} margin {eq['margin']:.0%} (interval "
+            f"within [{1 / eq['tolerance']:.3f}, {eq['tolerance']:.3f}]); the ab.margin "
+            f"{eq['ab_margin']:.0%} was not reached in {row['rounds']} rounds")
+
+
+def merge_base_line(revs: dict) -> str | None:
+    """What was compared when --base had moved on (ab.json's `revisions`)."""
+    if not revs.get("merge_base"):
+        return None
+    return (f"against the merge base {short(revs['base'])} of --base {revs['base_ref']} "
+            f"({short(revs['base_named'])}) and the new revision, as `git diff "
+            f"{revs['base_ref']}...` compares: the base branch's later commits are not "
+            "this change")
 
 
 def rows_in_order(doc: dict) -> list[dict]:
@@ -40,14 +61,17 @@ def text_lines(doc: dict) -> list[str]:
     then the cases not measured, then the outcome line."""
     revs = doc["revisions"]
     lines = [f"{short(revs['new'])} against {short(revs['base'])} ({revs['suite']}):"]
+    if merge_base_line(revs):
+        lines.append(merge_base_line(revs))
     for row in rows_in_order(doc):
         lines.append(f"{row['verdict'].upper():<13} {row['case']}  {_figures(row)}")
         lines += [f"  {w}" for w in why_lines(row)]
     if doc["unchanged"]:
         lines.append(f"unchanged inputs: {len(doc['unchanged'])} case(s), not measured")
     if doc["same_module"]:
-        lines.append("changed in source only, the same module built at both revisions, "
-                     "not measured: " + ", ".join(doc["same_module"]))
+        lines.append("changed in source only, the same program at both revisions (IREE: "
+                     "the exported module; torch: the exported graph), not measured: "
+                     + ", ".join(doc["same_module"]))
     for case in doc["compile_only"]:
         lines.append(f"{'COMPILE-ONLY':<13} {case['case']}  not timed: {case['why']}")
     for kind in ("added", "removed", "unsupported"):
@@ -76,6 +100,8 @@ def markdown(doc: dict) -> str:
     lines = [f"### benchflow ab: {md_text(doc.get('suite_name') or revs['suite'])}, "
              f"`{short(revs['new'])}` against `{short(revs['base'])}`", "",
              f"**{md_text(doc['headline'])}**", ""]
+    if merge_base_line(revs):
+        lines += [md_text(merge_base_line(revs)), ""]
     if decided:
         lines += _table(decided)
         for row in decided:
@@ -94,7 +120,7 @@ def markdown(doc: dict) -> str:
             + "</summary>", ""]
         if rest:
             lines += [*_table(rest), ""]
-        lines += [f"- same module at both revisions, not measured: {md_text(c)}"
+        lines += [f"- same program at both revisions, not measured: {md_text(c)}"
                   for c in doc["same_module"]]
         lines += [f"- compiled only, not timed: {md_text(c['case'])}: {md_text(c['why'])}"
                   for c in doc["compile_only"]]

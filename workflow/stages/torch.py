@@ -45,13 +45,14 @@ from workflow.stats.enums import Status
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
-             log: str | None) -> dict[str, dict]:
+             log: str | None, finished=None) -> dict[str, dict]:
     """Runs one worker pass over `cases`; returns case id -> result.
 
     A case that exceeds its deadline (timeout_per_case for each of its steps: a phase
     or an invocation, which the worker's "tick" lines mark) or crashes the worker is
     recorded as failed and the pass goes on with the cases after it in a new worker,
-    so one bad case never costs the batch.
+    so one bad case never costs the batch. `finished(case_id, result)` hears of each
+    case as its result arrives, a failed one too.
     """
     results: dict[str, dict] = {}
     python = plan.get("python") or sys.executable
@@ -62,24 +63,27 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
             json.dump({**plan, "cases": remaining, "spawned_at": time.time()}, fh)
             plan_file = fh.name
         try:
-            done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log)
+            done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log,
+                                           finished)
         finally:
             os.unlink(plan_file)
             own_bug_marker(plan_file).unlink(missing_ok=True)
         results.update(done)
-        if stuck is not None:
-            results[stuck] = {"status": Status.FAILED, "error": why}
-        finished = set(done) | ({stuck} if stuck else set())
-        if not finished:  # the worker died before its first case: fail them all
-            for case in remaining:
-                results[case["id"]] = {"status": Status.FAILED, "error": why}
+        ended = [stuck] if stuck is not None else []
+        if not done and not ended:  # the worker died before its first case: fail them all
+            ended = [case["id"] for case in remaining]
+        for case_id in ended:
+            results[case_id] = {"status": Status.FAILED, "error": why}
+            if finished is not None:
+                finished(case_id, results[case_id])
+        if not done and stuck is None:
             break
-        remaining = [c for c in remaining if c["id"] not in finished]
+        remaining = [c for c in remaining if c["id"] not in results]
     return results
 
 
 def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
-                log: str | None):
+                log: str | None, finished=None):
     """Runs a worker until it ends; returns (results, id of a case it hung or crashed
     on, why). The model runs in the worker and may end it any way (os._exit, sys.exit,
     with any status, OWN_BUG_EXIT included; a signal): that is the case's failure with
@@ -108,6 +112,8 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                 elif msg["event"] == "result":
                     results[msg["case"]] = msg["result"]
                     current = None
+                    if finished is not None:
+                        finished(msg["case"], msg["result"])
             code = worker.wait()
             if ended_by_own_bug(code, plan_file):
                 tail = log_tail(log, 4000)
@@ -132,14 +138,38 @@ def _note_log_cut(results: dict[str, dict], cut: int, log: str | None) -> None:
             result["log_cut"] = note
 
 
+def printable_line(line: str) -> str:
+    """A line for the terminal, a model's error text in it with its control characters
+    escaped (render/text.printable)."""
+    from workflow.render.text import printable
+
+    return printable(line)
+
+
+def case_done_line(case_id: str, result: dict, done: int, total: int, seconds: float) -> str:
+    """A torch batch's line as one of its cases finishes: a batch of hours is otherwise
+    silent until its last case (the progress shows cases from the finished batch)."""
+    head = f"torch {done} of {total} done ({seconds:.0f} s into the batch): {case_id}"
+    if result.get("status") == Status.FAILED or result.get("error"):
+        why = (str(result.get("error") or "").strip().splitlines() or ["no reason given"])[0]
+        return f"{head} failed: {why}"
+    if result.get("status") not in (None, Status.OK):
+        return f"{head} {result['status']}: {result.get('reason') or result.get('error')}"
+    median = (result.get("timing") or {}).get("median_ms")
+    if median is None:
+        return f"{head} not timed: {result.get('run_error') or 'no timing'}"
+    return f"{head} median {median:.4g} ms"
+
+
 def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, tolerances: dict,
                     timeout_per_case: float, out_dir: str, log: str,
-                    targets: dict[str, dict] | None = None) -> list[dict]:
+                    targets: dict[str, dict] | None = None, say=None) -> list[dict]:
     """Measures a batch and writes one case record per case (paths.torch_case_record).
     Golden verdicts are added at aggregation, so blessing never re-measures a batch;
     `targets` (case id -> {rel_width, source}) is the interval width a case judged by a
     golden needs (stages/targets.py), which only decides when it has measured enough.
-    `backends`: the settings of the torch backends the cases use, by name."""
+    `backends`: the settings of the torch backends the cases use, by name. `say(line)`
+    hears a line per case as the worker finishes it (case_done_line)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     m = sku["measurement"]
@@ -149,13 +179,20 @@ def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, 
             "python": sku["torch"].get("python")}
     t0, started_at = time.monotonic(), now_iso()
     targets = targets or {}
+    done_ids: set[str] = set()
+
+    def finished(case_id: str, result: dict) -> None:
+        done_ids.add(case_id)
+        say(case_done_line(case_id, result, len(done_ids), len(cases), time.monotonic() - t0))
+
     # Cases held warm at once (their invocations interleaved): as many as fit
     # GROUP_WEIGHT_BYTES of weights by their estimate (resources.case_weight_bytes).
     plan["group_bytes"] = GROUP_WEIGHT_BYTES
     got = run_pass(plan, "batch", [{**c, "target": targets.get(c["id"]),
                                     "weight_bytes": case_weight_bytes(c["workload"])}
                                    for c in cases],
-                   timeout_per_case=timeout_per_case, log=log)
+                   timeout_per_case=timeout_per_case, log=log,
+                   finished=None if say is None else finished)
     measure_s = time.monotonic() - t0
     interpreter = interpreter_provenance(plan["python"], log)
     records = []
