@@ -170,8 +170,8 @@ def test_the_table_names_every_case_once():
 # --- the torch workers: a model's exit is its case's, benchflow's own bug the job's ----
 
 def test_only_benchflows_own_exit_leaves_the_own_bug_marker(tmp_path):
-    from workflow.backends.proc import ended_by_own_bug, marking_own_bug, own_bug_marker
     from workflow.backends.torch import worker
+    from workflow.backends.worker_side import ended_by_own_bug, marking_own_bug, own_bug_marker
 
     plan = tmp_path / "plan.json"
     # A model's sys.exit(70) is raised in the model's frame (this test's): no marker.

@@ -128,7 +128,7 @@ def test_a_python_worker_dies_with_the_process_that_started_it(tmp_path):
     from tests.conftest import REPO
 
     (tmp_path / "sleeper.py").write_text(
-        "import os, sys, time\nfrom workflow.backends.proc import worker_main\n"
+        "import os, sys, time\nfrom workflow.backends.worker_side import worker_main\n"
         "def main(argv):\n    open(argv[0], 'w').write(str(os.getpid()))\n"
         "    time.sleep(60)\nworker_main(main)\n")
     pid_file = tmp_path / "worker.pid"

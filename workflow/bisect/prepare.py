@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from workflow.backends.proc import worker_main
+from workflow.backends.worker_side import worker_main
 from workflow.errors import ConfigError
 from workflow.records.storage import read_json, write_json
 from workflow.stages.ab_torch import torch_side

@@ -23,15 +23,8 @@ import sys
 import tempfile
 import time
 
-from workflow.backends.proc import (
-    Streaming,
-    ended_by_own_bug,
-    exit_reason,
-    first_lines,
-    log_tail,
-    own_bug_marker,
-    python_env,
-)
+from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
+from workflow.backends.worker_side import ended_by_own_bug, own_bug_marker
 from workflow.errors import OwnBug, StageError
 from workflow.measure.pairs import interleave, seed_of
 from workflow.measure.plans import ab_plan
@@ -51,7 +44,7 @@ class _Worker:
     `prepare`), then one timed block per `block()` (stage `time`). A worker that fails,
     crashes (its model's os._exit or sys.exit too, with any status) or outlives `timeout`
     raises StageError naming the side; one that exits OWN_BUG_EXIT with its own-bug marker
-    beside its plan (benchflow's own bug: proc.marking_own_bug) raises OwnBug, failing
+    beside its plan (benchflow's own bug: worker_side.marking_own_bug) raises OwnBug, failing
     the job."""
 
     def __init__(self, label: str, plan: dict, *, timeout: float, log: str):

@@ -27,7 +27,8 @@ import numpy as np
 from workflow.backends.iree import gpu_chip
 from workflow.backends.iree import tools as iree
 from workflow.backends.iree.profile import compile_statistics
-from workflow.backends.proc import own_bug_marker, run_python, run_tool, tool_path
+from workflow.backends.proc import run_python, run_tool, tool_path
+from workflow.backends.worker_side import own_bug_marker
 from workflow.errors import OwnBug, StageError
 from workflow.measure.cost import Cost
 from workflow.measure.disturbance import Probe

@@ -21,15 +21,8 @@ from pathlib import Path
 
 from workflow.backends.builds import interpreter_versions
 from workflow.backends.output import log_cap_bytes
-from workflow.backends.proc import (
-    Streaming,
-    ended_by_own_bug,
-    exit_reason,
-    first_lines,
-    log_tail,
-    own_bug_marker,
-    python_env,
-)
+from workflow.backends.proc import Streaming, exit_reason, first_lines, log_tail, python_env
+from workflow.backends.worker_side import ended_by_own_bug, own_bug_marker
 from workflow.errors import OwnBug
 from workflow.measure.disturbance import granted_cpus, outside_share
 from workflow.paths import torch_case_record
@@ -88,7 +81,7 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
     on, why). The model runs in the worker and may end it any way (os._exit, sys.exit,
     with any status, OWN_BUG_EXIT included; a signal): that is the case's failure with
     the exit status and the worker's last lines. Only the worker's own-bug marker beside
-    its plan (proc.marking_own_bug) makes the exit benchflow's bug: OwnBug, the job fails."""
+    its plan (worker_side.marking_own_bug) makes the exit benchflow's bug: OwnBug, the job fails."""
     results: dict[str, dict] = {}
     current, deadline = None, time.monotonic() + timeout
     with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],

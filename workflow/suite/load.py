@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, replace
@@ -24,6 +23,7 @@ from workflow.paths import MAX_ID
 from workflow.records.schemas import did_you_mean
 from workflow.stats.sequential import TooFewRounds
 from workflow.suite import shapes as shape_generators
+from workflow.suite.batches import by_workload_hash
 from workflow.suite.overrides import yaml_scalars
 from workflow.suite.schema import read_yaml, validate_suite
 from workflow.suite.torchao import sku_name_problems, translate_model_params
@@ -444,7 +444,7 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
 
 def _batch_torch_cases(suite: Suite) -> None:
     """Groups each SKU's torch cases, every backend and recipe together, into jobs of
-    about torch_batch_size cases (_by_workload_hash): one worker, so one interpreter
+    about torch_batch_size cases (by_workload_hash): one worker, so one interpreter
     start and one torch import, measures eager, compiled and quantized cases of a SKU
     alike, and interleaves their invocations (backends/torch/worker.py). A workload's
     cases stay in one batch, consecutive."""
@@ -453,35 +453,19 @@ def _batch_torch_cases(suite: Suite) -> None:
         if case.backend_kind != IREE and not case.unsupported:
             by_sku.setdefault(case.sku, []).append(case)
     for sku, cases in by_sku.items():
-        for batch, members in _by_workload_hash(cases, suite.config["torch_batch_size"]):
+        for batch, members in by_workload_hash(cases, suite.config["torch_batch_size"]):
             suite.torch_batches[(sku, batch)] = members
 
 
 def _batch_iree_cases(suite: Suite) -> None:
     """Groups each SKU's IREE cases into about count / iree_batch_size jobs
-    (_by_workload_hash)."""
+    (by_workload_hash)."""
     by_sku: dict[str, list[Case]] = {}
     for case in suite.iree_cases:
         by_sku.setdefault(case.sku, []).append(case)
     for sku, cases in by_sku.items():
-        for batch, members in _by_workload_hash(cases, suite.config["iree_batch_size"]):
+        for batch, members in by_workload_hash(cases, suite.config["iree_batch_size"]):
             suite.iree_batches[(sku, batch)] = members
-
-
-def _by_workload_hash(cases: list[Case], size: int) -> list[tuple[str, list[Case]]]:
-    """One SKU's cases in about count / size batches (a power of two), by a hash of the
-    workload id, not by position: adding or removing a workload changes the members of
-    one batch only (all of them when the count crosses a power of two; an IREE batch
-    job then reuses every unchanged case's results, stages/iree_batch.py). Each batch keeps
-    the cases' order."""
-    buckets = 1 << max(0, math.ceil(len(cases) / size) - 1).bit_length()
-    out: dict[str, list[Case]] = {}
-    for case in cases:
-        digest = int.from_bytes(hashlib.sha256(case.workload.id.encode()).digest()[:8], "big")
-        # Size 1: a job per workload, named by the hash itself (no two workloads share one).
-        bucket = digest if size == 1 else digest % buckets
-        out.setdefault(f"b{bucket}", []).append(case)
-    return list(out.items())
 
 
 def load(paths: list[str | Path] | None = None, overrides: dict | None = None) -> Suite:

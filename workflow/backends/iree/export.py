@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from workflow.backends.proc import worker_main
+from workflow.backends.worker_side import worker_main
 from workflow.models.flops import counted_forward
 from workflow.models.outputs import checked_outputs
 from workflow.models.registry import get_model, load_model_files
@@ -219,7 +219,7 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     import sys
 
-    from workflow.backends.proc import marking_own_bug
+    from workflow.backends.worker_side import marking_own_bug
 
     # The model runs in this process and may end it with any status (os._exit in its
     # forward): only benchflow's own failure leaves the marker beside the result file

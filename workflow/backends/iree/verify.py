@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from workflow.backends.iree.export import save_arrays
-from workflow.backends.proc import worker_main
+from workflow.backends.worker_side import worker_main
 
 
 def run_module(vmfb: str, inputs_npz: str, device: str) -> tuple[list[np.ndarray], float]:

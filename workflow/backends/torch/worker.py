@@ -28,7 +28,6 @@ import time
 import traceback
 from pathlib import Path
 
-from workflow.backends.proc import marking_own_bug, protocol_channel, worker_main
 from workflow.backends.torch.characterize import characterized, graph_stats_compiled
 from workflow.backends.torch.invocations import timed_invocations
 from workflow.backends.torch.ops_profile import profile_ops
@@ -44,6 +43,7 @@ from workflow.backends.torch.recipes import (
     device_reason,
     parse,
 )
+from workflow.backends.worker_side import marking_own_bug, protocol_channel, worker_main
 from workflow.errors import OWN_BUG_EXIT, raised_in_own_code
 from workflow.measure.cost import Cost
 from workflow.models.outputs import checked_outputs
@@ -170,7 +170,7 @@ def serve(plan: dict, commands=sys.stdin) -> None:
 
 def _failed(exc: Exception) -> dict:
     """A case's exception as its failed result; benchflow's own bug ends the worker with
-    OWN_BUG_EXIT instead, its marker written on the way out (proc.marking_own_bug: the
+    OWN_BUG_EXIT instead, its marker written on the way out (worker_side.marking_own_bug: the
     parent fails the job, errors.OwnBug). A file it could not
     write (WriteError: a full or read-only disk) is the machine's failure, the case's."""
     traceback.print_exc(file=sys.stderr)
