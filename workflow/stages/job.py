@@ -24,7 +24,8 @@ import signal
 import sys
 import types
 
-from workflow.backends.proc import MACHINE_ERRNOS, kill_live_groups
+from workflow.backends.output import MACHINE_ERRNOS
+from workflow.backends.proc import kill_live_groups
 
 # 128 + SIGINT: what a shell reports for a job it interrupted.
 INTERRUPTED = 130
