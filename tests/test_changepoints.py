@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from workflow.errors import ConfigError
 from workflow.history.detect import change_point_line, detect_series, outcome
-from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.regression.gate import REGRESSED, UNJUDGED
 from workflow.stats.changepoints import detect, disturbed_outliers
 from workflow.suite.defaults import history_settings
 
@@ -191,17 +191,19 @@ def test_short_series_are_not_judged_and_nothing_judged_cannot_pass():
         == ("COULD NOT JUDGE: 0 series judged: 1 has fewer than 4 runs at one "
             "configuration, 1 has fewer than 4 runs besides bisection steps")
     result = detect_series([series("short", runs(n=3)), series("flat", runs())], SETTINGS)
-    assert outcome(result)[0] == PASSED
+    # One series judged, but no change point can be at the newest runs yet: never ok.
+    verdict, lines = outcome(result)
+    assert verdict == UNJUDGED and "is not judged yet" in lines[-1], lines
 
 
 @pytest.mark.parametrize("since, expected", [
     (None, REGRESSED),
     (f"{5:016x}", REGRESSED),           # the step's own run
-    (f"{6:016x}", PASSED),              # a run after it
+    (f"{6:016x}", UNJUDGED),            # a run after it: the newest not judged yet
     ("05c0ffee", REGRESSED),            # the step's commit, by a prefix
-    ("06C0FFEE", PASSED),
+    ("06C0FFEE", UNJUDGED),
     ("2026-11-06", REGRESSED),          # the step's day (UTC midnight)
-    ("2026-11-06T00:00:01+00:00", PASSED),
+    ("2026-11-06T00:00:01+00:00", UNJUDGED),
     ("2026-11-06T01:00:00+02:00", REGRESSED),
 ])
 def test_since(since, expected):
@@ -284,7 +286,8 @@ def test_a_shared_machine_every_run_disturbed_is_judged(outliers):
     flat = detect_series([shared_machine(outliers=outliers)], SETTINGS)
     assert flat["series"][0]["judged"], flat["series"][0]
     assert flat["change_points"] == []
-    assert outcome(flat)[0] == PASSED
+    # Judged, no change point, but its newest runs cannot hold one yet: could not judge.
+    assert outcome(flat)[0] == UNJUDGED and flat["newest_judged"] is False
     stepped = detect_series([shared_machine(step_at=4, outliers=outliers)], SETTINGS)
     [cp] = stepped["change_points"]
     assert cp["index"] == 4 and cp["kind"] == "regression"

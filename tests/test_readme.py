@@ -90,6 +90,9 @@ COMMANDS = [
     ("benchflow benchmarks --model tiny_mlp --filename 'mlp*' --sku cpu-host", "run",
      "cpu-host/iree/tiny_mlp.mlp_cpu/baseline"),
     ("snakemake -n results/report.json", "run", "This was a dry-run"),
+    ("snakemake -n --configfile my.yaml --config ", "run", "This was a dry-run"),
+    ("snakemake -n --configfile dash.yml", "skip", "needs torchao's dashboard file as "
+     "dash.yml; tests/test_plan_time.py runs docs/suites.md's subset of it as written"),
     ("snakemake --cores all results/report.json --configfile my.yaml", "dry",
      "This was a dry-run"),
     ("snakemake --cores all results/report.json", "dry", "This was a dry-run"),
@@ -136,6 +139,8 @@ COMMANDS = [
 # Unlabelled blocks are output, listings and formats, not commands: each named by its
 # first characters, with what checks it (or nothing).
 OUTPUT_BLOCKS = {
+    "plan: 8 case(s), about": "a plan's estimate of a torchao file (its lines' shape: "
+                              "tests/test_plan_time.py)",
     "benchflow: invalid suite, no job was run:": "test_the_refused_suite_example",
     "$ benchflow bisect sync/iree/widening": "a real run of tests/test_bisect.py's repository",
     "bf688bb39a78 against deb81df4e4bf": "a real run of tests/test_ab_revisions.py's "

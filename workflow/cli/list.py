@@ -44,12 +44,13 @@ def run(args: argparse.Namespace) -> int:
     # torch_models tests), as the Snakefile selects them; the files that cannot run here
     # with why, which the run records as skipped cases.
     files = attach(suite)
-    print(cases_line(len(suite.cases), len(files.cases), len(files.skipped), args.cases))
     if args.configfile:
-        # What running it would take, before it runs (stages/plan_time.py).
+        # What running it would take, before it runs (stages/plan_time.py); before the
+        # cases, whose list follows their count.
         from workflow.stages.plan_time import estimate, plan_line
 
         print(plan_line(estimate(suite)))
+    print(cases_line(len(suite.cases), len(files.cases), len(files.skipped), args.cases))
     if args.cases:
         for case in [*suite.cases, *files.cases]:
             print(f"  {case.id}")
