@@ -28,3 +28,26 @@ def growing_model(name: str, default_shape: tuple[int, int]) -> str:
     width= to write it."""
     rows, cols = default_shape
     return GROWING_TEMPLATE.format(name=name, rows=rows, cols=cols)
+
+
+# A model whose local variable the tests rename between two runs or commits: the same
+# program, its source lines moved ({name}: the variable).
+RENAMED = '''
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+
+@benchmark_model(default_shape=(32, 64), shape_doc="[rows, cols]")
+def scaling(config, dtype, layers, shape):
+    """x * 2 + 1, its local variable named {name}."""
+    import torch
+
+    {name}, k = shape
+    gen = seeded()
+
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 + 1
+
+    return finish(Scale(), (torch.randn({name}, k, generator=gen),), dtype)
+'''

@@ -16,31 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, init_repo, write_suite
-from tests.model_sources import growing_model
+from tests.model_sources import RENAMED, growing_model
 from workflow.cli.main import main
 
 pytestmark = [pytest.mark.tool]
 
 WIDENING = growing_model("widening", (64, 256))
-RENAMED = '''
-from workflow.models.common import finish, seeded
-from workflow.models.registry import benchmark_model
-
-
-@benchmark_model(default_shape=(32, 64), shape_doc="[rows, cols]")
-def scaling(config, dtype, layers, shape):
-    """x * 2 + 1, its local variable named {name}."""
-    import torch
-
-    {name}, k = shape
-    gen = seeded()
-
-    class Scale(torch.nn.Module):
-        def forward(self, x):
-            return x * 2 + 1
-
-    return finish(Scale(), (torch.randn({name}, k, generator=gen),), dtype)
-'''
 WIDENED = "sync/iree/widening-64x256-f32/baseline"
 WIDENED_EAGER = "sync/torch-eager/widening-64x256-f32/baseline"
 RENAMED_CASE = "sync/iree/scaling-32x64-f32/baseline"

@@ -26,30 +26,11 @@ import pytest
 import yaml
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
-from tests.model_sources import growing_model
+from tests.model_sources import RENAMED, growing_model
 from workflow.cli.main import main
 from workflow.regression import artifacts
 
 WIDENING = growing_model("widening", (64, 256))
-SCALING = '''
-from workflow.models.common import finish, seeded
-from workflow.models.registry import benchmark_model
-
-
-@benchmark_model(default_shape=(32, 64), shape_doc="[rows, cols]")
-def scaling(config, dtype, layers, shape):
-    """x * 2 + 1, its local variable named {name}."""
-    import torch
-
-    {name}, k = shape
-    gen = seeded()
-
-    class Scale(torch.nn.Module):
-        def forward(self, x):
-            return x * 2 + 1
-
-    return finish(Scale(), (torch.randn({name}, k, generator=gen),), dtype)
-'''
 IREE_WIDE = "sync/iree/widening-64x256-f32/baseline"
 EAGER_WIDE = "sync/torch-eager/widening-64x256-f32/baseline"
 IREE_RENAMED = "sync/iree/scaling-32x64-f32/baseline"
@@ -79,7 +60,7 @@ def suite() -> dict:
 def write_models(wd, *, width: int, name: str) -> None:
     (wd / "models").mkdir(exist_ok=True)
     (wd / "models" / "widening.py").write_text(WIDENING.format(width=width))
-    (wd / "models" / "scaling.py").write_text(SCALING.format(name=name))
+    (wd / "models" / "scaling.py").write_text(RENAMED.format(name=name))
 
 
 def check(capsys, *args: str) -> tuple[int, str]:
