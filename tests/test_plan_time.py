@@ -189,3 +189,22 @@ def test_the_docs_subset_of_a_torchao_file_is_a_subset():
     subset = load_suite([dash], overrides)
     assert 0 < len(subset.cases) <= 16, len(subset.cases)
     assert plan_time.estimate(subset, peak=PEAK)["seconds"] < 3600
+
+
+def test_a_user_model_of_unknown_size_is_not_estimated_at_the_largest_builtins(
+        tmp_path, monkeypatch):
+    """A resource request takes the largest built-in model's weights for a model it
+    cannot size (under-asking kills a job); an estimate that did so called a suite of
+    six tiny user models on IREE 1.6 h, and refused to start it without a terminal."""
+    from tests.conftest import FAST_MEASUREMENT
+    from tests.model_sources import RENAMED
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scaling.py").write_text(RENAMED.format(name="m"))
+    write_suite(tmp_path / "s.yaml", {
+        "skus": {"host": {"iree": {"target_cpu": "host"},
+                          "measurement": dict(FAST_MEASUREMENT)}},
+        "model_modules": ["scaling.py"],
+        "workloads": [{"model": "scaling", "shapes": [[4, 8]]}]})
+    est = plan_time.estimate(load([tmp_path / "s.yaml"]), peak=(10.0, "given"))
+    assert est["cases"] == 1 and est["seconds"] < 60, est

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workflow.errors import ConfigError
 from workflow.files import file_problem
-from workflow.paths import HISTORY_HTML, PEAK, REPORT, REPORT_DERIVED
+from workflow.paths import EXPORT_MLIR, HISTORY_HTML, PEAK, REPORT, REPORT_DERIVED
 from workflow.records.storage import read_json
 from workflow.stages import resources as r
 
@@ -91,13 +91,25 @@ def _call_s(suite, case, earlier: dict | None, peak: float | None) -> tuple[floa
     return 0.0, "steps"
 
 
+def _weight_bytes(workload) -> float:
+    """A workload's fp32 weights as the stages' steps scale with them; a model of unknown
+    size (a user's, not exported here yet) counts none. A resource request takes the
+    largest built-in's there (stages/resources.py: under-asking kills the job); an
+    estimate taking it would call a suite of tiny user models hours long."""
+    w = workload
+    if r.param_estimate(w.model, w.config, w.shape, w.layers) is None \
+            and not os.path.exists(EXPORT_MLIR.format(workload=w.id)):
+        return 0.0
+    return r._fp32_weight_bytes(w)
+
+
 def case_seconds(suite, case, peak: float | None, earlier: dict | None) -> tuple[float, str]:
     """(expected seconds, basis: history | flops | steps) of one case (module doc)."""
     m = suite.sku(case.sku)["measurement"]
     call_s, basis = _call_s(suite, case, earlier, peak)
     invocations = r.invocation_count(m)
     if case.backend_kind == "iree":
-        weights = r._fp32_weight_bytes(case.workload)
+        weights = _weight_bytes(case.workload)
         compile_s = ((earlier or {}).get("compile") or {}).get("seconds") \
             or r._stage_seconds("compile", weights)
         seconds = (r._stage_seconds("export", weights) + compile_s
