@@ -136,6 +136,8 @@ def fake_prepare(calls: list[str]):
         key = str(hash(((tree / "suite.yaml").read_text(), text)))
         return {"key": key, "width": 512 if "WIDTH = 512" in text else 256,
                 "ab": {"min_rounds": 8, "max_rounds": 64, "budget_s": 10},
+                # A device this machine has (bisect refuses an absent one before building).
+                "sku": {"iree": {"device": "local-sync"}},
                 "parts": {"export": {"model sources": {f"{TREE}/model.py": key}}}}
     return prepare
 
