@@ -27,7 +27,6 @@ import yaml
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
 from tests.model_sources import RENAMED, growing_model
-from workflow.cli.main import main
 from workflow.regression import artifacts
 
 WIDENING = growing_model("widening", (64, 256))
@@ -63,11 +62,17 @@ def write_models(wd, *, width: int, name: str) -> None:
     (wd / "models" / "scaling.py").write_text(RENAMED.format(name=name))
 
 
+def benchflow(*args: str) -> tuple[int, str]:
+    """The command in a process of its own, as a user runs it: bless and check import the
+    suite's model files, whose names another test's files in this worker may hold."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; from workflow.cli.main import "
+                           "main; sys.exit(main(sys.argv[1:]))", *args],
+                          capture_output=True, text=True, timeout=900)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
 def check(capsys, *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    code = main(["check", *args])
-    out = capsys.readouterr()
-    return code, out.out + out.err
+    return benchflow("check", *args)
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +83,9 @@ def blessed(tmp_path_factory):
     write_suite(wd / "suite.yaml", suite())
     snakemake(wd, "results/report.json", "--configfile", str(wd / "suite.yaml"))
     report = wd / "results" / "report.json"
-    assert main(["bless", "--report", str(report), "--goldens", str(wd / "goldens"),
-                 "--allow-noisy", "--yes"]) == 0
+    code, out = benchflow("bless", "--report", str(report), "--goldens", str(wd / "goldens"),
+                          "--allow-noisy", "--yes")
+    assert code == 0, out
     return wd, report
 
 
@@ -96,15 +102,14 @@ def test_bless_keeps_each_baseline_by_content(blessed, capsys):
     stored = artifacts.get(wd / "goldens" / "artifacts", eager["files"]["widening.py"]["sha256"])
     assert stored.read_text() == (wd / "models" / "widening.py").read_text()
     # A dry run says what it would keep, and how large.
-    capsys.readouterr()
-    assert main(["bless", "--report", str(report), "--goldens", str(wd / "g-dry"),
-                 "--allow-noisy"]) == 0
-    out = capsys.readouterr().out
+    code, out = benchflow("bless", "--report", str(report), "--goldens", str(wd / "g-dry"),
+                          "--allow-noisy")
+    assert code == 0, out
     assert "baselines: 4 case(s) keep what measures them again" in out, out
     assert not (wd / "g-dry").exists()
     # Numbers only: no baseline, no store.
-    assert main(["bless", "--report", str(report), "--goldens", str(wd / "g-numbers"),
-                 "--allow-noisy", "--numbers-only", "--yes"]) == 0
+    assert benchflow("bless", "--report", str(report), "--goldens", str(wd / "g-numbers"),
+                     "--allow-noisy", "--numbers-only", "--yes")[0] == 0
     numbers = json.loads((wd / "g-numbers" / "sync.json").read_text())
     assert all("baseline" not in e for e in numbers["cases"].values())
     assert not (wd / "g-numbers" / "artifacts").exists()

@@ -197,14 +197,15 @@ def test_a_user_model_of_unknown_size_is_not_estimated_at_the_largest_builtins(
     cannot size (under-asking kills a job); an estimate that did so called a suite of
     six tiny user models on IREE 1.6 h, and refused to start it without a terminal."""
     from tests.conftest import FAST_MEASUREMENT
-    from tests.model_sources import RENAMED
+    from tests.model_sources import growing_model
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "scaling.py").write_text(RENAMED.format(name="m"))
+    # A name no other test registers: a model file is imported into this process.
+    (tmp_path / "unsized.py").write_text(growing_model("unsized", (4, 8)).format(width=8))
     write_suite(tmp_path / "s.yaml", {
         "skus": {"host": {"iree": {"target_cpu": "host"},
                           "measurement": dict(FAST_MEASUREMENT)}},
-        "model_modules": ["scaling.py"],
-        "workloads": [{"model": "scaling", "shapes": [[4, 8]]}]})
+        "model_modules": ["unsized.py"],
+        "workloads": [{"model": "unsized", "shapes": [[4, 8]]}]})
     est = plan_time.estimate(load([tmp_path / "s.yaml"]), peak=(10.0, "given"))
     assert est["cases"] == 1 and est["seconds"] < 60, est
