@@ -40,6 +40,7 @@ from workflow.bisect.history import now
 from workflow.errors import ConfigError
 from workflow.history import detect as detection
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
+from workflow.render.alerts import paired
 from workflow.stats.changepoints import Settings
 from workflow.stats.enums import ABVerdict
 
@@ -236,7 +237,7 @@ def _finding(doc: dict, alert: dict, revs: suite_ab.Revisions) -> dict:
     pair["row"] = row
     dispatch = _dispatch(row)
     verdict = row["verdict"]
-    said = _pair_text(pair)
+    said = paired(pair)
     if verdict == ABVerdict.FAILED:
         return {"status": UNCONFIRMED, "pair": pair, "dispatch": None,
                 "why": f"the paired A/B failed: {row.get('error')}"}
@@ -257,14 +258,6 @@ def _dispatch(row: dict) -> str | None:
     (`+0.07 ms (+79 %) main$async_dispatch_1_matmul_64x512x256_f32 explains 88 % ...`)."""
     lines = ((row.get("attribution") or {}).get("lines")) or []
     return lines[0] if lines else None
-
-
-def _pair_text(pair: dict | None) -> str:
-    if not pair or pair.get("ratio") is None:
-        return "no ratio"
-    ci = pair.get("ci95")
-    interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    return f"x{pair['ratio']:.3f}{interval}, {pair.get('rounds') or 0} rounds"
 
 
 def _bisected(alert: dict, revs: suite_ab.Revisions, suite: Path, cache: Path,

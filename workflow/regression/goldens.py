@@ -167,6 +167,14 @@ def _read_digest(path: str, digest: str) -> dict:
     return read(path)
 
 
+def entry_of(golden_file: str | Path, case_id: str) -> dict | None:
+    """A case's entry in a golden file, read once per content of the file (as lookup
+    reads it); None when the file or the entry is not there."""
+    if not os.path.lexists(golden_file):
+        return None
+    return _read_for_lookup(golden_file)["cases"].get(case_id)
+
+
 def lookup(case_id: str, golden_file: str | Path | None, file_goldens: dict | None = None,
            file_source: str | None = None) -> GoldenRef | None:
     """A case's golden: its entry in the SKU's golden file (invocation medians: the full

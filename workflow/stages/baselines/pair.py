@@ -128,9 +128,8 @@ def _suite(report: dict):
 
 
 def _entry(golden_file: Path | None, case_id: str) -> dict | None:
-    if golden_file is None or not golden_file.is_file():
-        return None
-    entry = goldens.read(golden_file)["cases"].get(case_id)
+    # Each case's entry of one file: the file parsed and checked once per content.
+    entry = goldens.entry_of(golden_file, case_id) if golden_file is not None else None
     return None if not entry or entry.get("compile_only") else entry
 
 
