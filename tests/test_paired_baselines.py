@@ -97,6 +97,8 @@ def test_bless_keeps_each_baseline_by_content(blessed, capsys):
     iree = data["cases"][IREE_WIDE]["baseline"]
     assert set(iree["files"]) == {"module", "inputs"} and iree["store"] == "artifacts"
     assert iree["identity"]["kind"] == "iree" and iree["identity"]["program"]
+    # The CPU that `target_cpu: host` resolved on is part of what was measured.
+    assert iree["identity"]["host"]["cpu_model"] and iree["identity"]["host"]["cores"]
     eager = data["cases"][EAGER_WIDE]["baseline"]
     assert set(eager["files"]) == {"widening.py"}
     stored = artifacts.get(wd / "goldens" / "artifacts", eager["files"]["widening.py"]["sha256"])

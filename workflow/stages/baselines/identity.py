@@ -96,9 +96,13 @@ def made(case: dict, report: dict, root: Path, suite) -> Made:
                       "settings and goldens, which keep no module")
     if suite is None:
         raise NotKept("its suite could not be loaded")
-    if case.get("backend") == "iree":
-        return _iree(case, root, suite)
-    return _torch(case, report, suite)
+    made_ = _iree(case, root, suite) if case.get("backend") == "iree" else \
+        _torch(case, report, suite)
+    # The machine's automatic values (target_cpu host, threads 0) are resolved on its
+    # CPU: the same flags on another CPU model build and time something else.
+    host = (report.get("provenance") or {}).get("host") or {}
+    made_.identity["host"] = {k: host.get(k) for k in ("cpu_model", "cores", "machine")}
+    return made_
 
 
 def _need(path: Path) -> Path:
