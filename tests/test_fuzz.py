@@ -372,6 +372,11 @@ def test_goldens_loader(fuzz_dir, data):
 @example(data=DEEP_LIST, results_files=False)
 @example(data=HUGE_INT, results_files=True)
 @example(data=b"[NaN, ", results_files=True)
+# A key holding a tab and a newline, on a value of the wrong type (CI at d48cdd7): the
+# problem's path must not break its line.
+@example(data=json.dumps({**_json(DATA / "report_iree.json"), "cases": [
+    {**case, "graph": {"op_histogram": {"\t\n": None}}}
+    for case in _json(DATA / "report_iree.json")["cases"]]}).encode(), results_files=False)
 @given(data=documents(REPORT_BASES, "json"), results_files=st.booleans())
 def test_report_reader(fuzz_dir, data, results_files):
     path = fuzz_dir / "report.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 
-from workflow.errors import ConfigError
+from workflow.errors import ConfigError, key_path
 from workflow.records import provenance, schemas
 from workflow.records.case import SCHEMA_VERSION
 from workflow.records.storage import read_json_file
@@ -70,13 +70,9 @@ class ReportError(ConfigError):
 
 
 def _where(error, root: str = "") -> str:
-    parts = [root] if root else []
-    for p in error.absolute_path:
-        if isinstance(p, int):
-            parts.append(f"[{p}]")
-        else:
-            parts.append(f".{p}" if parts else str(p))
-    return "".join(parts) or "(top level)"
+    parts = ([root] if root else []) + list(error.absolute_path)
+    # key_path: a key holding a newline or a tab is shown quoted, so the problem stays one line
+    return key_path(parts) if parts else "(top level)"
 
 
 def _schema_problem(doc, schema: dict, what: str, root: str = "") -> str | None:
@@ -101,7 +97,8 @@ def _schema_problem(doc, schema: dict, what: str, root: str = "") -> str | None:
         case = doc["cases"][path[1]]
         if isinstance(case, dict) and isinstance(case.get("id"), str):
             where += f" (case {case['id']})"
-    message = best.message if len(best.message) <= 160 else best.message[:157] + "..."
+    message = " ".join(best.message.split("\n"))
+    message = message if len(message) <= 160 else message[:157] + "..."
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     return f"not a valid {what}: {where}: {message}{more}"
 
