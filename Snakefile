@@ -22,6 +22,7 @@ from workflow.stages.other_run import other_run_refusal
 from workflow.stages.plan_time import plan_check
 from workflow.stages.profile_check import profile_refusal
 from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
+from workflow.stages.slot_plan import plan_lines, slot_count, slots_needed, timing_threads
 from workflow.stages.suite_dir import suite_dir
 
 # A profile value that makes no sense (jobs: 0, retries: -1, mem_mb: 0, runtime:
@@ -133,14 +134,24 @@ config.update(SUITE.config)
 # their `content` params, with the model sources.
 IREE_COMPILER_VERSION, IREE_RUNTIME_VERSION = iree_builds()
 
-# Timing jobs take the one bench_slot (DESIGN.md) so that they never overlap each
-# other, even without a profile: the limit defaults to 1 unless --resources or a
-# profile sets it (a SLURM profile raises it: there each timing job has its own node).
+# Timing jobs take bench_slot units (workflow/slots): as many as this machine has
+# timing slots, one per GPU that nvidia-smi or rocm-smi lists, else the suite's
+# cpu_slots (1 by default), unless --resources or a profile sets the limit (a SLURM
+# profile raises it: there each job gets its own GPU or node). A GPU SKU's batch holds
+# one slot and its cores (stages/slot_plan.py); a CPU SKU's holds every slot unless the
+# suite asks for several CPU slots; a job claims and pins to concrete slots itself.
+BENCH_SLOTS = slot_count(SUITE.config)
 if "bench_slot" not in workflow.global_resources:
-    workflow.register_resource("bench_slot", 1)
-# A timing job also asks for every core (Snakemake caps threads at --cores), so no
-# export, compile or verify job shares the machine with a measurement; those still
-# run in parallel with each other. On SLURM the profile sets these threads to 1.
+    workflow.register_resource("bench_slot", BENCH_SLOTS)
+# A job never asks for more than the limit (--resources bench_slot=1 serialises all).
+BENCH_SLOTS = min(BENCH_SLOTS, int(workflow.global_resources["bench_slot"]))
+if workflow.is_main_process:
+    for line in plan_lines(SUITE.config):
+        print(line, file=sys.stderr)
+# The timing jobs without a slot of their own (benchmark files, A/B pairs, peaks, the
+# gate's re-measurement) hold every slot and every core (Snakemake caps threads at
+# --cores), so no export, compile or verify job shares the machine with a measurement;
+# those still run in parallel with each other. On SLURM the profile sets threads to 1.
 BENCH_THREADS = 1 << 16
 
 wildcard_constraints:

@@ -58,7 +58,7 @@ rule ab_torch_pair:
         "../envs/benchflow.yaml"
     # A timing job: it runs alone (see Snakefile).
     resources:
-        bench_slot=1,
+        bench_slot=BENCH_SLOTS,
         mem_mb=lambda wc, attempt: torch_ab_mem_mb(
             SUITE.torch_ab_pairs[(wc.base, wc.new, wc.workload)], attempt),
         runtime=lambda wc: ab_runtime_min(SUITE.config["ab"], SUITE.config["timeouts"]),
@@ -97,7 +97,7 @@ rule ab_pair:
         "../envs/benchflow.yaml"
     # A timing job: it runs alone (see Snakefile).
     resources:
-        bench_slot=1,
+        bench_slot=BENCH_SLOTS,
         mem_mb=lambda wc, attempt: ab_mem_mb(SUITE.workloads[wc.workload], attempt),
         runtime=lambda wc: ab_runtime_min(SUITE.config["ab"], SUITE.config["timeouts"]),
         # Placed as the base SKU (its `slurm` settings): one job runs both SKUs' modules.

@@ -95,7 +95,7 @@ rule run_bench_file:
         benchmark=r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+",
     # Timing jobs never overlap each other nor any other job (see Snakefile).
     resources:
-        bench_slot=1,
+        bench_slot=BENCH_SLOTS,
         mem_mb=lambda wc, input, attempt: mem_request_mb("run", file_bytes(input.vmfb), attempt),
         runtime=lambda wc, attempt: run_runtime_min(SUITE.sku(wc.sku)["measurement"],
                                                     SUITE.config["timeouts"], attempt),

@@ -29,7 +29,7 @@ rule gate:
     localrule: True
     threads: BENCH_THREADS if GATE_REMEASURE_S else 1
     resources:
-        bench_slot=1 if GATE_REMEASURE_S else 0,
+        bench_slot=BENCH_SLOTS if GATE_REMEASURE_S else 0,
         mem_mb=LOCAL_MEM_MB,
         runtime=LOCAL_RUNTIME_MIN + int(GATE_REMEASURE_S // 60),
     script:

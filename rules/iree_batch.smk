@@ -56,10 +56,10 @@ rule iree_batch:
         IREE_BATCH_LOG,
     conda:
         "../envs/benchflow.yaml"
-    # The job times modules, so it runs alone (see Snakefile): no other job shares the
-    # machine with a measurement.
+    # The job times modules on its timing slot (see Snakefile): one GPU and its cores
+    # for a GPU SKU, the whole machine for a CPU SKU unless the suite has cpu_slots.
     resources:
-        bench_slot=1,
+        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, SUITE.sku(wc.sku))),
         # Its exports made at once, one per thread (stages/resources.export_workers).
         mem_mb=lambda wc, attempt, threads: iree_batch_mem_mb(
             [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt, threads),
@@ -73,6 +73,6 @@ rule iree_batch:
         slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
         constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
         gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
-    threads: BENCH_THREADS
+    threads: lambda wc: timing_threads(SUITE.config, SUITE.sku(wc.sku))
     script:
         "../scripts/iree_batch.py"

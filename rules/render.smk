@@ -31,7 +31,7 @@ rule measure_peak:
         "../envs/benchflow.yaml"
     threads: BENCH_THREADS
     resources:
-        bench_slot=1,
+        bench_slot=BENCH_SLOTS,
         mem_mb=1024,
         runtime=LOCAL_RUNTIME_MIN,
     script:

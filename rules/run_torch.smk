@@ -37,9 +37,10 @@ rule run_torch:
         TORCH_BATCH_LOG,
     conda:
         "../envs/benchflow.yaml"
-    # Timing jobs never overlap each other nor any other job (see Snakefile).
+    # On its timing slot (see Snakefile): one GPU and its cores for a GPU SKU, the
+    # whole machine for a CPU SKU unless the suite has cpu_slots.
     resources:
-        bench_slot=1,
+        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, SUITE.sku(wc.sku))),
         # The batch's largest model, and every case's run_s in every pass.
         mem_mb=lambda wc, attempt: torch_batch_mem_mb(
             [c.workload for c in SUITE.torch_batch(wc.sku, wc.batch)],
@@ -54,6 +55,6 @@ rule run_torch:
         slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
         constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
         gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
-    threads: BENCH_THREADS
+    threads: lambda wc: timing_threads(SUITE.config, SUITE.sku(wc.sku))
     script:
         "../scripts/run_torch.py"

@@ -2,22 +2,25 @@
 import sys
 
 from workflow.stages.job import end_quietly_on_ctrl_c
+from workflow.stages.slot_plan import timing_slot
 from workflow.stages.targets import time_targets
 from workflow.stages.torch import printable_line, run_torch_batch
 
 end_quietly_on_ctrl_c()
 
-run_torch_batch(
-    cases=snakemake.params.cases,
-    backends=snakemake.params.backends,
-    sku=snakemake.params.sku,
-    tolerances=snakemake.params.tolerances,
-    timeout_per_case=snakemake.config["timeouts"]["run_s"],
-    out_dir=snakemake.output.batch,
-    log=snakemake.log[0],
-    targets=time_targets([c["id"] for c in snakemake.params.cases], snakemake.wildcards.sku,
-                         snakemake.params.sku["measurement"], snakemake.config["goldens"]),
-    # A line per case as the batch finishes it, on the job's stderr (the terminal of a
-    # local run, the job's output file on a cluster): a batch of hours is not silent.
-    say=lambda line: print(printable_line(line), file=sys.stderr, flush=True),
-)
+# Held until the batch ends, pinned to its GPU and CPUs (workflow/slots).
+with timing_slot(snakemake.config, snakemake.config["skus"][snakemake.wildcards.sku]):
+    run_torch_batch(
+        cases=snakemake.params.cases,
+        backends=snakemake.params.backends,
+        sku=snakemake.params.sku,
+        tolerances=snakemake.params.tolerances,
+        timeout_per_case=snakemake.config["timeouts"]["run_s"],
+        out_dir=snakemake.output.batch,
+        log=snakemake.log[0],
+        targets=time_targets([c["id"] for c in snakemake.params.cases], snakemake.wildcards.sku,
+                             snakemake.params.sku["measurement"], snakemake.config["goldens"]),
+        # A line per case as the batch finishes it, on the job's stderr (the terminal of a
+        # local run, the job's output file on a cluster): a batch of hours is not silent.
+        say=lambda line: print(printable_line(line), file=sys.stderr, flush=True),
+    )

@@ -20,6 +20,7 @@ LAYERS = [
     ("backends",),
     ("measure",),
     ("records",),
+    ("slots",),
     ("models",),
     ("stats",),
     ("files",),

@@ -18,9 +18,10 @@ from typing import Any
 from workflow.records import schemas
 from workflow.records.measurement_config import settings_of_sku
 from workflow.records.stage import NO_DEVICE, StageResult
+from workflow.slots.claim import current as current_slot
 from workflow.stats.enums import Status
 
-SCHEMA_VERSION = "1.7"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
+SCHEMA_VERSION = "1.8"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ratio;
 # 1.2: accuracy.metric, min_sqnr_db, sqnr_reference (the rule that judged accuracy);
 # kernels (per dispatch or op), provenance.model_sources (the model's files by digest);
 # 1.3: cost (seconds per phase), timing.target_rel_width, target_source, rel_width,
@@ -31,7 +32,8 @@ SCHEMA_VERSION = "1.7"  # 1.1: compile-only cases, ci_level, stop_reason, mde_ra
 # measures), golden.config_differs (records/measurement_config.py); 1.6: golden.drift
 # (the run's common drift taken out before the time was judged: stats/drift.py);
 # 1.7: golden.basis, golden.machine_drift, golden.pair (a case decided by what changed
-# since its golden: unchanged, paired with the kept baseline, or unpaired).
+# since its golden: unchanged, paired with the kept baseline, or unpaired); 1.8:
+# provenance.slot (the timing slot that measured: its GPU by index and UUID, its CPUs).
 
 
 @cache
@@ -84,6 +86,13 @@ def case_record(identity: dict, **fields: Any) -> dict:
     return copy.deepcopy(_fill(_case_schema(), given, "case record"))
 
 
+def slot_provenance() -> dict:
+    """The timing slot that measured the case (which GPU, which CPUs), where the job
+    claimed one: provenance only, never a key, as two GPUs of one model are one SKU."""
+    slot = current_slot()
+    return {"slot": slot} if slot else {}
+
+
 def case_provenance(run: dict | None, sku: dict) -> dict:
     """What can differ from case to case: host, threads, load, the SLURM job."""
     prov: dict[str, Any] = {"host": socket.gethostname(),
@@ -95,6 +104,7 @@ def case_provenance(run: dict | None, sku: dict) -> dict:
     job = (run or {}).get("slurm_job_id") or os.environ.get("SLURM_JOB_ID")
     if job:
         prov["slurm_job_id"] = job
+    prov.update(slot_provenance())
     if run and run.get("contexts"):
         prov["load_avg"] = [c.get("load_avg") for c in run["contexts"]]
         prov["cpu_scaling_enabled"] = run["contexts"][0].get("cpu_scaling_enabled")
@@ -195,6 +205,7 @@ def torch_provenance(sku: dict, char: dict) -> dict:
                if sku["torch"].get("threads_decided") else {}),
             **({"slurm_job_id": os.environ["SLURM_JOB_ID"]}
                if os.environ.get("SLURM_JOB_ID") else {}),
+            **slot_provenance(),
             **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None},
             # The worker's output passed the log's cap (stages/torch._note_log_cut).
             **({"log_cut": char["log_cut"]} if char.get("log_cut") else {})}

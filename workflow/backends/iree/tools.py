@@ -28,6 +28,7 @@ from workflow.errors import ConfigError, StageError, capped
 from workflow.files import read_bytes
 from workflow.records.provenance import package_version
 from workflow.records.storage import MAX_JSON_BYTES, WriteError, write_json
+from workflow.slots.claim import iree_device as slot_device
 
 # numpy dtype name (or torch's, for bf16) -> IREE element type of --input.
 IREE_ELEMENT_TYPES = {
@@ -313,7 +314,8 @@ def tool_output(what: str):
 
 def device_flags(sku: dict) -> list[str]:
     iree = sku["iree"]
-    flags = [f"--device={iree['device']}"]
+    # A claimed GPU slot names its GPU by UUID (workflow/slots); the SKU keeps `cuda`.
+    flags = [f"--device={slot_device(iree['device'])}"]
     if iree["device"] == "local-task" and iree["task_topology_max_group_count"]:
         flags.append(f"--task_topology_max_group_count={iree['task_topology_max_group_count']}")
     return flags

@@ -1,0 +1,177 @@
+"""Timing slots (workflow/slots, stages/slot_plan.py): one per GPU the machine lists,
+each pinned to its GPU by UUID and to a disjoint, NUMA-near CPU set; claimed at run time
+by a lock per slot that the kernel releases however the job ends. No GPU here: a fake
+nvidia-smi on PATH answers as a real one would (its documented csv,noheader rows)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from workflow.backends.proc import capture
+from workflow.slots import claim, machine
+from workflow.slots.machine import Gpu, Slot
+
+UUIDS = [f"GPU-{i:08x}-1111-2222-3333-44444444444{i}" for i in range(8)]
+
+
+def fake_smi(bin_dir: Path, gpus: int = 8, exit_code: int = 0) -> Path:
+    """An nvidia-smi that answers NVIDIA_QUERY for `gpus` H100s on two NUMA nodes' buses."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    rows = "\n".join(f"{i}, {UUIDS[i]}, NVIDIA H100 80GB HBM3, 00000000:{0x18 + 0x10 * i:02X}:00.0"
+                     for i in range(gpus))
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text(f"#!/bin/sh\n[ \"$1\" = \"{machine.NVIDIA_QUERY[0]}\" ] || exit 9\n"
+                    f"cat <<'EOF'\n{rows}\nEOF\nexit {exit_code}\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def fake_sys(root: Path, gpus: int = 8) -> Path:
+    """/sys of a 2-socket node: GPUs 0-3 on node 0 (CPUs 0-7), 4-7 on node 1 (8-15)."""
+    for i in range(gpus):
+        dev = root / "bus/pci/devices" / f"0000:{0x18 + 0x10 * i:02x}:00.0"
+        dev.mkdir(parents=True)
+        (dev / "numa_node").write_text(f"{i // 4}\n")
+    for node, cpus in ((0, "0-7"), (1, "8-15")):
+        d = root / f"devices/system/node/node{node}"
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(cpus + "\n")
+    return root
+
+
+def which_in(bin_dir: Path):
+    return lambda name: str(bin_dir / name) if (bin_dir / name).exists() else None
+
+
+@pytest.mark.tool  # starts the fake nvidia-smi
+def test_eight_fake_gpus_give_eight_numa_near_disjoint_slots(tmp_path):
+    bin_dir = tmp_path / "bin"
+    fake_smi(bin_dir)
+    found = machine.machine_slots(capture, 1, allowed=set(range(16)), which=which_in(bin_dir),
+                                  sys_root=fake_sys(tmp_path / "sys"))
+    assert [s.gpu.uuid for s in found.gpu_slots] == UUIDS
+    cpus = [set(s.cpus) for s in found.gpu_slots]
+    assert all(len(c) == 2 for c in cpus)
+    assert len(set().union(*cpus)) == 16  # disjoint
+    assert all(c <= set(range(8)) for c in cpus[:4])  # NUMA-near: GPUs 0-3 on node 0
+    assert all(c <= set(range(8, 16)) for c in cpus[4:])
+    assert [s.env() for s in found.gpu_slots] == [{"CUDA_VISIBLE_DEVICES": u} for u in UUIDS]
+
+
+def test_without_numa_the_cpus_are_shared_evenly_and_the_rest_left_to_compiles(tmp_path):
+    gpus = [Gpu("nvidia", i, UUIDS[i], "H100", None) for i in range(3)]
+    assert machine.gpu_cpu_sets(gpus, set(range(8)), tmp_path) == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_cpu_slots_split_the_cores_and_are_capped_by_them(tmp_path):
+    found = machine.machine_slots(capture, 2, allowed={0, 1}, which=lambda _: None)
+    assert [s.cpus for s in found.cpu_slots] == [(0,), (1,)] and not found.gpu_slots
+    assert found.no_gpu == "neither nvidia-smi nor rocm-smi is on PATH"
+    capped = machine.machine_slots(capture, 3, allowed={0, 1}, which=lambda _: None)
+    assert len(capped.cpu_slots) == 2 and "cpu_slots 3 but 2 CPUs" in capped.notes[0]
+
+
+@pytest.mark.tool
+def test_a_failing_or_lying_nvidia_smi_is_a_reason_not_a_crash(tmp_path):
+    fake_smi(tmp_path / "bin", exit_code=9)
+    gpus, reason = machine.list_gpus(capture, which=which_in(tmp_path / "bin"))
+    assert gpus == [] and reason.startswith("nvidia-smi exited with 9")
+    with pytest.raises(ValueError, match="not an 'index, uuid, name, pci.bus_id' line"):
+        machine.parse_nvidia("NVIDIA H100, 9.0\n")
+
+
+def test_rocm_smi_json_gives_uuids_rocr_takes():
+    text = json.dumps({"card1": {"Unique ID": "0x4B2C1A9682B0E5C2", "PCI Bus": "0000:0C:00.0",
+                                 "Card series": "AMD Instinct MI300X"},
+                       "card0": {"Unique ID": "0x18f68e602b8a790f", "PCI Bus": "0000:05:00.0"},
+                       "system": {"Driver version": "6.8"}})
+    gpus = machine.parse_rocm(text)
+    assert [(g.index, g.uuid) for g in gpus] == [(0, "GPU-18f68e602b8a790f"),
+                                                 (1, "GPU-4b2c1a9682b0e5c2")]
+    assert Slot(0, (0,), gpus[0]).env() == {"ROCR_VISIBLE_DEVICES": "GPU-18f68e602b8a790f"}
+
+
+def _job(slots, root, out, barrier):
+    """One timing job: claims a slot, pins to it (affinity recorded, not applied: this
+    machine lacks the fake node's 16 CPUs), waits until all jobs hold theirs."""
+    env: dict = {}
+    applied = []
+    with claim.claimed(slots, 1, root) as held:
+        record = claim.pin(held, env, set_affinity=lambda pid, cpus: applied.append(cpus))
+        barrier.wait(timeout=60)
+        Path(out).write_text(json.dumps({
+            "record": record, "cuda": env["CUDA_VISIBLE_DEVICES"], "affinity": applied[0],
+            "device": claim.iree_device("cuda", env)}))
+
+
+@pytest.mark.tool
+def test_eight_jobs_at_once_each_hold_their_own_gpu_and_cpus(tmp_path):
+    bin_dir = tmp_path / "bin"
+    fake_smi(bin_dir)
+    slots = machine.machine_slots(capture, 1, allowed=set(range(16)), which=which_in(bin_dir),
+                                  sys_root=fake_sys(tmp_path / "sys")).gpu_slots
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(8)
+    jobs = [ctx.Process(target=_job, args=(slots, tmp_path, tmp_path / f"job{i}.json", barrier))
+            for i in range(8)]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(90)
+    assert [j.exitcode for j in jobs] == [0] * 8
+    got = [json.loads((tmp_path / f"job{i}.json").read_text()) for i in range(8)]
+    assert sorted(g["cuda"] for g in got) == UUIDS  # every GPU, each once, all at once
+    assert sorted(g["device"] for g in got) == [f"cuda://{u}" for u in UUIDS]
+    cpu_sets = [set(g["affinity"]) for g in got]
+    assert len(set().union(*cpu_sets)) == sum(map(len, cpu_sets)) == 16
+    for g in got:
+        assert g["record"]["gpu"]["uuid"] == g["cuda"] and g["record"]["cpus"] == g["affinity"]
+
+
+def _hold(slots, root, ready):
+    with claim.claimed(slots, 1, root):
+        ready.set()
+        time.sleep(300)
+
+
+def test_a_killed_job_frees_its_slot(tmp_path):
+    slots = (Slot(0, (0,)), Slot(1, (0,)))
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    holder = ctx.Process(target=_hold, args=(slots, tmp_path, ready))
+    holder.start()
+    assert ready.wait(60)
+    with claim.claimed(slots, 1, tmp_path) as held:
+        assert held[0].index == 1  # slot 0 is taken
+    with pytest.raises(TimeoutError, match="no 2 free of 2 timing slots"):
+        with claim.claimed(slots, 2, tmp_path, wait_s=0.3):
+            pass
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(30)
+    with claim.claimed(slots, 2, tmp_path, wait_s=10) as held:
+        assert [s.index for s in held] == [0, 1]
+
+
+def test_the_slot_reaches_the_device_flag_and_the_record_not_the_key(monkeypatch):
+    from workflow.backends.iree.tools import device_flags
+    from workflow.records.case import slot_provenance
+    sku = {"iree": {"device": "cuda", "task_topology_max_group_count": None}}
+    monkeypatch.delenv(claim.SLOT_ENV, raising=False)
+    assert device_flags(sku) == ["--device=cuda"] and slot_provenance() == {}
+    gpu = Gpu("nvidia", 3, UUIDS[3], "NVIDIA H100 80GB HBM3")
+    env: dict = {}
+    claim.pin((Slot(3, (), gpu),), env)  # no CPUs: affinity untouched
+    assert env["CUDA_VISIBLE_DEVICES"] == UUIDS[3]
+    monkeypatch.setenv(claim.SLOT_ENV, env[claim.SLOT_ENV])
+    assert device_flags(sku) == [f"--device=cuda://{UUIDS[3]}"]
+    assert device_flags({"iree": {"device": "cuda://0", "task_topology_max_group_count": None}}) \
+        == ["--device=cuda://0"]
+    assert slot_provenance() == {"slot": {"index": 3, "cpus": [], "gpu": {
+        "vendor": "nvidia", "index": 3, "uuid": UUIDS[3], "name": "NVIDIA H100 80GB HBM3"}}}
