@@ -144,7 +144,8 @@ BENCH_SLOTS = slot_count(SUITE.config)
 if "bench_slot" not in workflow.global_resources:
     workflow.register_resource("bench_slot", BENCH_SLOTS)
 # A job never asks for more than the limit (--resources bench_slot=1 serialises all).
-BENCH_SLOTS = min(BENCH_SLOTS, int(workflow.global_resources["bench_slot"]))
+BENCH_SLOTS = min(BENCH_SLOTS, int(getattr(workflow.global_resources["bench_slot"], "value",
+                                           workflow.global_resources["bench_slot"])))
 if workflow.is_main_process:
     for line in plan_lines(SUITE.config):
         print(line, file=sys.stderr)

@@ -16,7 +16,13 @@ from workflow.stages.plan import (
     iree_batch_plan,
     sku_settings,
 )
-from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
+from workflow.stages.placement import (
+    slurm_constraint,
+    slurm_cpus_per_gpu,
+    slurm_gres,
+    slurm_partition,
+    slurm_timing_extra,
+)
 from workflow.stages.resources import (
     earlier_record,
     iree_batch_mem_mb,
@@ -73,6 +79,10 @@ rule iree_batch:
         slurm_partition=lambda wc: slurm_partition(SUITE.sku(wc.sku), SLURM_PARTITION),
         constraint=lambda wc: slurm_constraint(SUITE.sku(wc.sku)),
         gres=lambda wc: slurm_gres(SUITE.sku(wc.sku)),
+        # A GPU SKU's job shares its node, with its own GPU and CPUs; a CPU SKU's (or
+        # one with slurm.exclusive) holds a node (profiles/slurm; docs/cluster.md).
+        slurm_extra=lambda wc: slurm_timing_extra(SUITE.sku(wc.sku)),
+        cpus_per_gpu=lambda wc: slurm_cpus_per_gpu(SUITE.sku(wc.sku)),
     threads: lambda wc: timing_threads(SUITE.config, SUITE.sku(wc.sku))
     script:
         "../scripts/iree_batch.py"

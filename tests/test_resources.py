@@ -295,15 +295,40 @@ def test_every_rule_declares_threads_memory_and_wall_time():
     assert not {name: m for name, m in missing.items() if m}
 
 
-def test_every_timing_rule_gets_an_exclusive_node_in_the_slurm_profile():
+SLOTTED = ("iree_batch", "run_torch")  # timing rules that claim a timing slot
+
+
+def test_every_timing_rule_gets_an_exclusive_node_or_its_gpu_in_the_slurm_profile():
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.v8+.yaml").read_text())
-    timing = [name for name, text in rule_blocks().items()
-              if re.search(r"^\s+threads: BENCH_THREADS$", text, re.MULTILINE)]
-    assert {"iree_batch", "ab_pair", "run_torch"} <= set(timing)
-    for name in timing:
+    blocks = rule_blocks()
+    whole = [name for name, text in blocks.items()
+             if re.search(r"^\s+threads: BENCH_THREADS$", text, re.MULTILINE)]
+    assert {"ab_pair", "run_bench_file", "measure_peak"} <= set(whole)
+    for name in whole:
         assert profile["set-threads"].get(name) == 1, name
         assert profile["set-resources"].get(name, {}).get("slurm_extra") == "'--exclusive'", name
-        assert re.search(r"^\s+bench_slot=1,$", rule_blocks()[name], re.MULTILINE), name
+        assert re.search(r"^\s+bench_slot=BENCH_SLOTS,$", blocks[name], re.MULTILINE), name
+    for name in SLOTTED:
+        # The rule decides per SKU (placement.slurm_timing_extra); the profile must not
+        # replace that with a node for every job.
+        assert profile["set-threads"].get(name) == 1, name
+        assert "slurm_extra" not in profile["set-resources"].get(name, {}), name
+        assert "slurm_extra=lambda wc: slurm_timing_extra(" in blocks[name], name
+        assert "cpus_per_gpu=lambda wc: slurm_cpus_per_gpu(" in blocks[name], name
+        assert "bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(" in blocks[name], name
+
+
+def test_a_gpu_sku_shares_its_node_and_a_cpu_sku_holds_one():
+    gpu = {"slurm": {"gres": "gpu:1", "cpus_per_gpu": 12}}
+    assert placement.slurm_timing_extra(gpu) is None
+    assert placement.slurm_cpus_per_gpu(gpu) == 12
+    assert placement.slurm_timing_extra({"slurm": {}}) == "--exclusive"
+    assert placement.slurm_cpus_per_gpu({"slurm": {}}) is None
+    # The documented switch: exclusive nodes for a GPU SKU, shared ones for a CPU SKU.
+    assert placement.slurm_timing_extra({"slurm": {**gpu["slurm"], "exclusive": True}}) \
+        == "--exclusive"
+    assert placement.slurm_cpus_per_gpu({"slurm": {**gpu["slurm"], "exclusive": True}}) is None
+    assert placement.slurm_timing_extra({"slurm": {"exclusive": False}}) is None
 
 
 GPU_SKU = {"iree": {"target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"},
@@ -330,6 +355,9 @@ def test_slurm_profile_places_each_skus_jobs_in_its_partition_with_its_gpu(tmp_p
     assert set(placed) == {"host", "generic", "gpu", "bare-cuda"}, placed
     assert placed["gpu"]["slurm_partition"] == "gpu-a100"
     assert placed["gpu"]["gres"] == "gpu:a100:1" and placed["gpu"]["constraint"] == "a100|h100"
+    # Its GPU and 8 CPUs on a shared node; the CPU SKUs' batches a node each.
+    assert placed["gpu"]["cpus_per_gpu"] == "8" and "slurm_extra" not in placed["gpu"]
+    assert placed["host"]["slurm_extra"] == "--exclusive", placed["host"]
     for sku in ("host", "generic", "bare-cuda"):
         assert placed[sku]["slurm_partition"] == "cpu", placed[sku]
         assert "gres" not in placed[sku] and "constraint" not in placed[sku], placed[sku]
@@ -377,7 +405,8 @@ def test_placement_is_no_part_of_a_cases_key():
     from workflow.suite.load import load
 
     default = load([DEFAULT_SUITE]).sku("cpu-host")
-    assert default["slurm"] == {"partition": None, "gres": None, "constraint": None}
+    assert default["slurm"] == {"partition": None, "gres": None, "constraint": None,
+                                "exclusive": None, "cpus_per_gpu": 8}
     assert "slurm" not in sku_settings(default) and "slurm" not in without_placement(default)
     assert placement.slurm_partition(default, "cpu") == "cpu"
     assert placement.slurm_gres(default) is None and placement.slurm_constraint(default) is None

@@ -44,6 +44,27 @@ def slurm_gres(sku: dict) -> str | None:
     return (sku.get("slurm") or {}).get("gres")
 
 
+def slurm_exclusive(sku: dict) -> bool:
+    """Whether the SKU's timing jobs hold a whole node: its `slurm.exclusive`, else only
+    a SKU without a gres (a CPU measurement beside other jobs is not comparable; a GPU
+    job has its own GPU and CPUs)."""
+    chosen = (sku.get("slurm") or {}).get("exclusive")
+    return (slurm_gres(sku) is None) if chosen is None else bool(chosen)
+
+
+def slurm_timing_extra(sku: dict) -> str | None:
+    """sbatch options of a slotted timing job beyond the plugin's: --exclusive or none.
+    A constant, never a suite's text (the plugin passes slurm_extra unquoted)."""
+    return "--exclusive" if slurm_exclusive(sku) else None
+
+
+def slurm_cpus_per_gpu(sku: dict) -> int | None:
+    """CPUs a shared-node GPU timing job asks for with its GPU (--cpus-per-gpu)."""
+    if slurm_gres(sku) is None or slurm_exclusive(sku):
+        return None
+    return int((sku.get("slurm") or {}).get("cpus_per_gpu") or 8)
+
+
 def slurm_constraint(sku: dict) -> str | None:
     """Node features every job of the SKU asks for (sbatch --constraint)."""
     return (sku.get("slurm") or {}).get("constraint")
