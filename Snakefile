@@ -22,7 +22,14 @@ from workflow.stages.other_run import other_run_refusal
 from workflow.stages.plan_time import plan_check
 from workflow.stages.profile_check import profile_refusal
 from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
-from workflow.stages.slot_plan import plan_lines, slot_count, slots_needed, timing_threads
+from workflow.stages.slot_plan import (
+    on_gpu,
+    plan_lines,
+    slot_count,
+    slots_needed,
+    timing_threads,
+    torch_batch_on_gpu,
+)
 from workflow.stages.suite_dir import suite_dir
 
 # A profile value that makes no sense (jobs: 0, retries: -1, mem_mb: 0, runtime:
@@ -154,6 +161,9 @@ if workflow.is_main_process:
 # --cores), so no export, compile or verify job shares the machine with a measurement;
 # those still run in parallel with each other. On SLURM the profile sets threads to 1.
 BENCH_THREADS = 1 << 16
+# Whether a batch job measures on a GPU (its SKU's target or its cases' device).
+IREE_ON_GPU = lambda wc: on_gpu(SUITE.sku(wc.sku))  # noqa: E731
+TORCH_ON_GPU = lambda wc: torch_batch_on_gpu(SUITE, wc.sku, wc.batch)  # noqa: E731
 
 wildcard_constraints:
     sku=r"[A-Za-z0-9_.-]+",

@@ -65,7 +65,7 @@ rule iree_batch:
     # The job times modules on its timing slot (see Snakefile): one GPU and its cores
     # for a GPU SKU, the whole machine for a CPU SKU unless the suite has cpu_slots.
     resources:
-        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, SUITE.sku(wc.sku))),
+        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, IREE_ON_GPU(wc))),
         # Its exports made at once, one per thread (stages/resources.export_workers).
         mem_mb=lambda wc, attempt, threads: iree_batch_mem_mb(
             [c.workload for c in SUITE.iree_batches[(wc.sku, wc.batch)]], attempt, threads),
@@ -83,6 +83,6 @@ rule iree_batch:
         # one with slurm.exclusive) holds a node (profiles/slurm; docs/cluster.md).
         slurm_extra=lambda wc: slurm_timing_extra(SUITE.sku(wc.sku)),
         cpus_per_gpu=lambda wc: slurm_cpus_per_gpu(SUITE.sku(wc.sku)),
-    threads: lambda wc: timing_threads(SUITE.config, SUITE.sku(wc.sku))
+    threads: lambda wc: timing_threads(SUITE.config, IREE_ON_GPU(wc))
     script:
         "../scripts/iree_batch.py"

@@ -46,7 +46,7 @@ rule run_torch:
     # On its timing slot (see Snakefile): one GPU and its cores for a GPU SKU, the
     # whole machine for a CPU SKU unless the suite has cpu_slots.
     resources:
-        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, SUITE.sku(wc.sku))),
+        bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config, TORCH_ON_GPU(wc))),
         # The batch's largest model, and every case's run_s in every pass.
         mem_mb=lambda wc, attempt: torch_batch_mem_mb(
             [c.workload for c in SUITE.torch_batch(wc.sku, wc.batch)],
@@ -65,6 +65,6 @@ rule run_torch:
         # one with slurm.exclusive) holds a node (profiles/slurm; docs/cluster.md).
         slurm_extra=lambda wc: slurm_timing_extra(SUITE.sku(wc.sku)),
         cpus_per_gpu=lambda wc: slurm_cpus_per_gpu(SUITE.sku(wc.sku)),
-    threads: lambda wc: timing_threads(SUITE.config, SUITE.sku(wc.sku))
+    threads: lambda wc: timing_threads(SUITE.config, TORCH_ON_GPU(wc))
     script:
         "../scripts/run_torch.py"

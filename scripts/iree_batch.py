@@ -1,13 +1,13 @@
 # Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree_batch.batch_job.
 from workflow.stages.iree_batch import batch_job
 from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.slot_plan import timing_slot
+from workflow.stages.slot_plan import on_gpu, timing_slot
 from workflow.stages.targets import time_targets
 
 end_quietly_on_ctrl_c()
 
 # Held until the batch ends, pinned to its GPU and CPUs (workflow/slots).
-with timing_slot(snakemake.config, snakemake.config["skus"][snakemake.wildcards.sku]):
+with timing_slot(snakemake.config, on_gpu(snakemake.config["skus"][snakemake.wildcards.sku])):
     batch_job(
         cases=snakemake.params.cases,
         sku=snakemake.config["skus"][snakemake.wildcards.sku],

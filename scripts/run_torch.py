@@ -2,14 +2,15 @@
 import sys
 
 from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.slot_plan import timing_slot
+from workflow.stages.slot_plan import on_gpu, timing_slot
 from workflow.stages.targets import time_targets
 from workflow.stages.torch import printable_line, run_torch_batch
 
 end_quietly_on_ctrl_c()
 
 # Held until the batch ends, pinned to its GPU and CPUs (workflow/slots).
-with timing_slot(snakemake.config, snakemake.config["skus"][snakemake.wildcards.sku]):
+with timing_slot(snakemake.config, on_gpu(snakemake.params.sku,
+                                          [c["workload"] for c in snakemake.params.cases])):
     run_torch_batch(
         cases=snakemake.params.cases,
         backends=snakemake.params.backends,

@@ -315,7 +315,7 @@ def test_every_timing_rule_gets_an_exclusive_node_or_its_gpu_in_the_slurm_profil
         assert "slurm_extra" not in profile["set-resources"].get(name, {}), name
         assert "slurm_extra=lambda wc: slurm_timing_extra(" in blocks[name], name
         assert "cpus_per_gpu=lambda wc: slurm_cpus_per_gpu(" in blocks[name], name
-        assert "bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(" in blocks[name], name
+        assert "bench_slot=lambda wc: min(BENCH_SLOTS, slots_needed(SUITE.config" in blocks[name]
 
 
 def test_a_gpu_sku_shares_its_node_and_a_cpu_sku_holds_one():

@@ -175,3 +175,34 @@ def test_the_slot_reaches_the_device_flag_and_the_record_not_the_key(monkeypatch
         == ["--device=cuda://0"]
     assert slot_provenance() == {"slot": {"index": 3, "cpus": [], "gpu": {
         "vendor": "nvidia", "index": 3, "uuid": UUIDS[3], "name": "NVIDIA H100 80GB HBM3"}}}
+
+
+H100_FILE = (Path(__file__).parent / "data" / "upstream" / "torchao" / "published"
+             / "dbef6992fb6b.dashboard.microbenchmark_quantization_config.yml")
+
+
+@pytest.mark.e2e
+def test_torchaos_h100_file_plans_its_batches_onto_eight_gpu_slots(tmp_path):
+    """The plan of torchao's H100 file on a node whose nvidia-smi lists 8 GPUs (16 CPUs):
+    8 bench_slot units, each batch holds one and its slot's 2 cores, so 8 batches time
+    at once; without a GPU the same batches hold the machine one after another."""
+    from tests.conftest import snakemake
+
+    fake_smi(tmp_path / "bin")
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+           machine.FAKE_CPUS_ENV: "0-15"}
+    args = ("-n", "results/report.json", "--configfile", str(H100_FILE),
+            "--config", "torch_batch_size=16")
+    proc = snakemake(tmp_path, *args, "--cores", "16", env=env)
+    slots = [line for line in proc.stderr.splitlines() if "GPU timing slots" in line]
+    assert len(slots) == 1 and slots[0].startswith("benchflow: 8 GPU timing slots"), proc.stderr
+    assert all(u in slots[0] for u in [f"GPU-{i:08x}" for i in range(8)])
+    jobs = [b for b in proc.stdout.split("rule ")[1:] if b.startswith("run_torch:")]
+    assert len(jobs) >= 8
+    assert all("bench_slot=1," in j and "threads: 2\n" in j for j in jobs), jobs[0]
+    # No GPU listed: every batch holds the machine's one slot and every core.
+    env["PATH"] = os.environ["PATH"]
+    cpu = snakemake(tmp_path, *args, "--cores", "16", env=env)
+    jobs = [b for b in cpu.stdout.split("rule ")[1:] if b.startswith("run_torch:")]
+    assert jobs and all("bench_slot=1," in j and "threads: 16\n" in j for j in jobs)
+    assert "GPU timing slots" not in cpu.stderr

@@ -25,6 +25,10 @@ ROCM_QUERY = ("--showuniqueid", "--showbus", "--showproductname", "--json")
 TOOL_TIMEOUT_S = 60
 LINE_CHARS = 200
 SYS = Path("/sys")
+# For tests and plans only: a cpulist ("0-15") that stands for the CPUs this process may
+# use, so that a 2-core machine can plan the slots of a 16-core GPU node (a job pinned
+# to CPUs the machine lacks would fail: never set it for a real run).
+FAKE_CPUS_ENV = "BENCHFLOW_TEST_CPUS"
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,9 @@ def machine_slots(capture: Capture, cpu_slots: int, *, allowed: set[int] | None 
                   which=shutil.which, sys_root: Path = SYS) -> Machine:
     """The slots of this machine for a suite that asks for `cpu_slots` CPU slots. More
     GPUs than CPUs leave the surplus GPUs without a slot (each slot needs a CPU)."""
-    allowed = set(os.sched_getaffinity(0)) if allowed is None else allowed
+    if allowed is None:
+        fake = os.environ.get(FAKE_CPUS_ENV)
+        allowed = parse_cpulist(fake) if fake else set(os.sched_getaffinity(0))
     gpus, reason = list_gpus(capture, which=which)
     notes = []
     if len(gpus) > len(allowed):

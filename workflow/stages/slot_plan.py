@@ -22,10 +22,24 @@ from workflow.stages.placement import GPU_TARGETS
 EVERY_CORE = 1 << 16
 
 
-def gpu_sku(sku: dict) -> bool:
-    """Whether the SKU measures on a GPU (its IREE target or its torch device)."""
+GPU_DEVICES = ("cuda", "xpu")
+
+
+def on_gpu(sku: dict, workloads=()) -> bool:
+    """Whether a job of the SKU measures on a GPU: its IREE target, its torch device, or
+    the device of one of its cases' workloads (a torchao file names it per entry)."""
     return ((sku.get("iree") or {}).get("target_backend") in GPU_TARGETS
-            or (sku.get("torch") or {}).get("device") in ("cuda", "xpu"))
+            or (sku.get("torch") or {}).get("device") in GPU_DEVICES
+            or any(_device(w) in GPU_DEVICES for w in workloads))
+
+
+def _device(workload) -> str | None:
+    return workload.get("device") if isinstance(workload, dict) else getattr(
+        workload, "device", None)
+
+
+def torch_batch_on_gpu(suite, sku: str, batch: str) -> bool:
+    return on_gpu(suite.sku(sku), [c.workload for c in suite.torch_batch(sku, batch)])
 
 
 @cache
@@ -33,13 +47,13 @@ def this_machine(cpu_slots: int) -> Machine:
     return machine_slots(capture, cpu_slots)
 
 
-def pool(config: dict, sku: dict) -> tuple[tuple[Slot, ...], int]:
+def pool(config: dict, gpu: bool) -> tuple[tuple[Slot, ...], int]:
     """The slots a SKU's timing job chooses from and how many of them it holds: a GPU
     SKU one GPU slot where the machine has GPUs; a CPU SKU one CPU slot where the suite
     asks for several (cpu_slots) and the machine has no GPU slot to disturb, else every
     slot (it times alone, as a CPU measurement beside anything is not comparable)."""
     machine = this_machine(config.get("cpu_slots", 1))
-    if gpu_sku(sku) and machine.gpu_slots:
+    if gpu and machine.gpu_slots:
         return machine.gpu_slots, 1
     if machine.gpu_slots:
         return machine.gpu_slots, len(machine.gpu_slots)
@@ -52,16 +66,16 @@ def slot_count(config: dict) -> int:
     return len(machine.gpu_slots) or len(machine.cpu_slots)
 
 
-def slots_needed(config: dict, sku: dict) -> int:
-    """The `bench_slot` units a timing job of the SKU holds."""
-    slots, need = pool(config, sku)
+def slots_needed(config: dict, gpu: bool) -> int:
+    """The `bench_slot` units a timing job holds (`gpu`: it measures on a GPU)."""
+    slots, need = pool(config, gpu)
     return need if need < len(slots) else slot_count(config)
 
 
-def timing_threads(config: dict, sku: dict) -> int:
+def timing_threads(config: dict, gpu: bool) -> int:
     """Cores a timing job of the SKU asks Snakemake for: its slot's, so that compiles
     run on the cores no busy slot holds; every core where it holds the whole machine."""
-    slots, need = pool(config, sku)
+    slots, need = pool(config, gpu)
     if need >= len(slots):
         return EVERY_CORE
     return max(1, min(len(s.cpus) for s in slots))
@@ -85,10 +99,10 @@ def _cpus(cpus: tuple[int, ...]) -> str:
 
 
 @contextmanager
-def timing_slot(config: dict, sku: dict, root: str = RESULTS) -> Iterator[dict]:
+def timing_slot(config: dict, gpu: bool, root: str = RESULTS) -> Iterator[dict]:
     """A timing job's slot, held and pinned to until the block ends; yields its record
     (also in the environment, where the case records and IREE's --device read it)."""
-    slots, need = pool(config, sku)
+    slots, need = pool(config, gpu)
     with claimed(slots, need, root) as held:
         # Holding every slot, the job has the machine: every CPU it may use, not only
         # the slots' shares (which leave a remainder to compiles).
