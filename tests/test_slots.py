@@ -65,6 +65,20 @@ def test_eight_fake_gpus_give_eight_numa_near_disjoint_slots(tmp_path):
     assert [s.env() for s in found.gpu_slots] == [{"CUDA_VISIBLE_DEVICES": u} for u in UUIDS]
 
 
+@pytest.mark.tool
+def test_a_slurm_jobs_gpu_is_its_only_slot(tmp_path, monkeypatch):
+    """SLURM's --gres sets CUDA_VISIBLE_DEVICES to the job's GPU (an index): the job's
+    slots are that GPU's only, locked by UUID so that two jobs on a node never collide."""
+    fake_smi(tmp_path / "bin")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
+    found = machine.machine_slots(capture, 1, allowed={0, 1}, which=which_in(tmp_path / "bin"))
+    assert [s.gpu.uuid for s in found.gpu_slots] == [UUIDS[5]]
+    assert claim.lock_name(found.gpu_slots[0]) == f"gpu-{UUIDS[5]}.lock"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{UUIDS[2]},{UUIDS[3]}")
+    found = machine.machine_slots(capture, 1, allowed={0, 1}, which=which_in(tmp_path / "bin"))
+    assert [s.gpu.index for s in found.gpu_slots] == [2, 3]
+
+
 def test_without_numa_the_cpus_are_shared_evenly_and_the_rest_left_to_compiles(tmp_path):
     gpus = [Gpu("nvidia", i, UUIDS[i], "H100", None) for i in range(3)]
     assert machine.gpu_cpu_sets(gpus, set(range(8)), tmp_path) == [(0, 1), (2, 3), (4, 5)]
@@ -142,7 +156,7 @@ def _hold(slots, root, ready):
 
 
 def test_a_killed_job_frees_its_slot(tmp_path):
-    slots = (Slot(0, (0,)), Slot(1, (0,)))
+    slots = (Slot(0, (0,)), Slot(1, (1,)))
     ctx = multiprocessing.get_context("fork")
     ready = ctx.Event()
     holder = ctx.Process(target=_hold, args=(slots, tmp_path, ready))

@@ -28,6 +28,9 @@ GPU_PARTITION=benchflow-gpu
 # jobs pending forever. On a smaller machine the node claims 4 (config_overrides below):
 # jobs then share the real cores, which slows them but changes no result.
 CPUS=${BENCHFLOW_SLURM_CPUS:-$(( $(nproc) > 4 ? $(nproc) : 4 ))}
+# Fake GPUs of the node (gres/gpu): 1 by default; tests/test_slurm_gpus.py asks for 8 to
+# show eight one-GPU jobs on one node at once.
+GPUS=${BENCHFLOW_SLURM_GPUS:-1}
 # MinJobAge: how long squeue still lists a finished job. 300 s is comfortably above
 # 3x the test's init-seconds-before-status-checks.
 MIN_JOB_AGE=${BENCHFLOW_SLURM_MIN_JOB_AGE:-300}
@@ -119,18 +122,29 @@ KillWait=5
 MpiDefault=none
 # Trust the CPUs and memory below rather than the hardware slurmd detects.
 SlurmdParameters=config_overrides
-# One fake GPU (gres.conf): nothing runs on it, but a job that asks for --gres=gpu:1 is
-# scheduled, and scontrol's TresPerNode says so.
+# $GPUS fake GPUs (gres.conf): nothing runs on them, but a job that asks for --gres=gpu:1
+# is scheduled on one of them, and scontrol's TresPerNode says so.
 GresTypes=gpu
-NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:1 State=UNKNOWN
+NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB Gres=gpu:$GPUS State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 PartitionName=$GPU_PARTITION Nodes=$NODE MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
 # Beside slurm.conf, where slurmd looks for it. slurm 22.05's gres/gpu counts 0 GPUs
 # without a File (the node then turns INVAL: "count reported lower than configured");
-# /dev/null stands in for the device file.
+# /dev/null stands in for the device file; several GPUs need distinct files (one File
+# is one device), so each is a character device of its own: /dev/null's numbers under a
+# name of ours.
+if [ "$GPUS" = 1 ]; then
+    GPU_FILES=/dev/null
+else
+    mkdir -p "$STATE/dev"
+    for i in $(seq 0 $((GPUS - 1))); do
+        [ -e "$STATE/dev/gpu$i" ] || mknod "$STATE/dev/gpu$i" c 1 3
+    done
+    GPU_FILES="$STATE/dev/gpu[0-$((GPUS - 1))]"
+fi
 cat >"$STATE/gres.conf" <<EOF
-NodeName=$NODE Name=gpu File=/dev/null Count=1
+NodeName=$NODE Name=gpu File=$GPU_FILES Count=$GPUS
 EOF
 export SLURM_CONF="$STATE/slurm.conf"
 
@@ -193,6 +207,7 @@ BENCHFLOW_SLURM_PARTITION=$PARTITION
 BENCHFLOW_SLURM_GPU_PARTITION=$GPU_PARTITION
 BENCHFLOW_SLURM_NODE=$NODE
 BENCHFLOW_SLURM_CPUS=$CPUS
+BENCHFLOW_SLURM_GPUS=$GPUS
 BENCHFLOW_SLURM_JOBCOMP=$STATE/log/jobcomp.log
 EOF
 log "up: $NODE ($CPUS CPUs, ${MEM_MB} MB), SLURM_CONF=$SLURM_CONF"

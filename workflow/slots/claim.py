@@ -30,6 +30,14 @@ def lock_dir(root: str | Path) -> Path:
     return Path(root) / ".slots" / socket.gethostname()
 
 
+def lock_name(slot: Slot) -> str:
+    """A slot's lock by what it holds, not its index: two SLURM jobs on one node each see
+    only their own GPU (slot 0 to both), and must not wait for one another."""
+    if slot.gpu is not None:
+        return f"gpu-{slot.gpu.uuid}.lock"
+    return f"cpus-{'-'.join(map(str, slot.cpus)) or 'all'}.lock"
+
+
 def _try_lock(path: Path) -> int | None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -60,7 +68,7 @@ def claimed(slots: tuple[Slot, ...], need: int, root: str | Path, *,
     while True:
         got: list[tuple[Slot, int]] = []
         for slot in slots:
-            fd = _try_lock(folder / f"slot-{slot.index}.lock")
+            fd = _try_lock(folder / lock_name(slot))
             if fd is not None:
                 got.append((slot, fd))
                 if len(got) == need:

@@ -193,6 +193,23 @@ def gpu_cpu_sets(gpus: list[Gpu], allowed: set[int], sys_root: Path = SYS) -> li
     return split(sorted(allowed), len(gpus))
 
 
+# Where a GPU was already chosen for this process (SLURM's --gres sets these to the
+# job's GPUs), the slots are those GPUs only: indices or UUIDs, comma-separated.
+VISIBLE_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+
+
+def visible(gpus: list[Gpu], environ=os.environ) -> list[Gpu]:
+    """The GPUs this process may use: those its vendor's visible-devices variable names
+    (by index or UUID), all where it is unset."""
+    kept = []
+    for gpu in gpus:
+        given = environ.get(VISIBLE_ENV[gpu.vendor])
+        names = None if given is None else {n.strip() for n in given.split(",")}
+        if names is None or str(gpu.index) in names or gpu.uuid in names:
+            kept.append(gpu)
+    return kept
+
+
 def machine_slots(capture: Capture, cpu_slots: int, *, allowed: set[int] | None = None,
                   which=shutil.which, sys_root: Path = SYS) -> Machine:
     """The slots of this machine for a suite that asks for `cpu_slots` CPU slots. More
@@ -201,6 +218,7 @@ def machine_slots(capture: Capture, cpu_slots: int, *, allowed: set[int] | None 
         fake = os.environ.get(FAKE_CPUS_ENV)
         allowed = parse_cpulist(fake) if fake else set(os.sched_getaffinity(0))
     gpus, reason = list_gpus(capture, which=which)
+    gpus = visible(gpus)
     notes = []
     if len(gpus) > len(allowed):
         notes.append(f"{len(gpus)} GPUs but {len(allowed)} CPUs: only {len(allowed)} "
