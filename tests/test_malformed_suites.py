@@ -300,6 +300,13 @@ CASES = [
      "workloads[0].layers: expected maximum 1024"),
     ("batch-size-float", "torch_batch_size written 64.0", W + "torch_batch_size: 64.0\n",
      "torch_batch_size: expected integer, got float 64.0"),
+    ("cpu-slots-zero", "cpu_slots 0 (at least one slot times)", W + "cpu_slots: 0\n",
+     "cpu_slots: expected minimum 1"),
+    ("cpu-slots-word", "cpu_slots written as a word", W + "cpu_slots: two\n",
+     "cpu_slots: expected integer, got str 'two'"),
+    ("slurm-exclusive-word", "a SKU's slurm.exclusive written yes-please",
+     "skus: {host: {slurm: {exclusive: yes-please}}}\n",
+     "skus.host.slurm.exclusive: expected true, false or null"),
     # --- ids that two entries spell alike ------------------------------------------------
     ("workload-id-twice", "two entries whose workloads get one id but differ (their group)",
      "workloads:\n  - {model: linear, shapes: [[2, 2, 2]], group: a}\n"
