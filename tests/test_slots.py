@@ -220,3 +220,23 @@ def test_torchaos_h100_file_plans_its_batches_onto_eight_gpu_slots(tmp_path):
     jobs = [b for b in cpu.stdout.split("rule ")[1:] if b.startswith("run_torch:")]
     assert jobs and all("bench_slot=1," in j and "threads: 16\n" in j for j in jobs)
     assert "GPU timing slots" not in cpu.stderr
+
+
+def test_slots_are_no_part_of_a_cases_key(monkeypatch):
+    """cpu_slots, slurm.exclusive / cpus_per_gpu and the claimed slot change no batch's
+    content key nor SKU settings: two GPUs of one model, or one CPU slot against two,
+    measure the same cases (a rerun re-measures nothing for them)."""
+    from workflow.stages.keys import sku_settings
+    from workflow.stages.plan import iree_batch_content, load_suite, torch_batch_content
+
+    config = str(Path(__file__).resolve().parent.parent / "config" / "config.yaml")
+    plain = load_suite([config], {})
+    slotted = load_suite([config], {"cpu_slots": 2})
+    monkeypatch.setenv(claim.SLOT_ENV, json.dumps({"index": 1, "gpu": None, "cpus": [1]}))
+    for (sku, batch) in plain.iree_batches:
+        assert iree_batch_content(plain, sku, batch) == iree_batch_content(slotted, sku, batch)
+    for (sku, batch) in plain.torch_batches:
+        assert torch_batch_content(plain, sku, batch) == torch_batch_content(slotted, sku, batch)
+    sku = plain.sku(next(iter(plain.config["skus"])))
+    assert sku_settings(sku) == sku_settings(
+        {**sku, "slurm": {**sku["slurm"], "exclusive": True, "cpus_per_gpu": 3}})

@@ -52,7 +52,9 @@ def suite() -> dict:
                  # its own partition and asks for its GPU.
                  "gpu": {"iree": {"target_backend": "cuda", "target_chip": "sm_80",
                                   "device": "cuda"},
-                         "slurm": {"partition": GPU_PARTITION, "gres": "gpu:1"}}},
+                         # Its GPU and 2 CPUs on a shared node, not the node.
+                         "slurm": {"partition": GPU_PARTITION, "gres": "gpu:1",
+                                   "cpus_per_gpu": 2}}},
         "workloads": [{"model": "linear", "shapes": [[16, 32, 32], [32, 64, 64]],
                        "skus": ["host"]},
                       {"model": "linear", "shapes": [[16, 32, 32]], "skus": ["gpu"]}],
@@ -267,6 +269,8 @@ def test_a_gpu_skus_job_went_to_its_partition_with_its_gres(cluster, finished):
             assert gres == "gpu:1" and records[job]["Partition"] == GPU_PARTITION
             assert re.search(r"TresPerNode=(gres:)?gpu:1\b", info), info
             assert records[job]["JobState"] == "COMPLETED", records[job]
+            # --cpus-per-gpu=2 and no --exclusive: two CPUs of the node, not all of them.
+            assert int(records[job]["ProcCnt"]) == 2 < cluster.cpus, records[job]
         else:
             assert gres is None and "TresPerNode" not in info, info
     # Compiled on the GPU partition, compile-only there (no CUDA device on the node).

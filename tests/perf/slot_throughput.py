@@ -55,6 +55,9 @@ def main() -> None:
             t0 = time.monotonic()
             proc = subprocess.run(
                 [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                 # Snakemake's own log (not benchflow's progress logger) has the jobs'
+                 # start and finish lines.
+                 "--workflow-profile", "none",
                  "--directory", tmp, "--cores", "all", "all", "--configfile", args.suite,
                  "--config", f"cpu_slots={slots}"],
                 capture_output=True, text=True)
