@@ -246,6 +246,9 @@ def test_every_job_ran_through_slurm_with_the_profiles_resources(cluster, finish
                                                                timeouts, attempt), rec
         tries = [iree_batch_mem_mb(workloads, attempt) for attempt in (1, 2)]
         assert mem_of(rec) == tries[job in retried], rec
+        if sku == "gpu":  # its GPU and cpus_per_gpu on a shared node (test below)
+            assert int(rec["ProcCnt"]) == 2 < cluster.cpus, rec
+            continue
         # One CPU asked for (set-threads), the whole node granted (--exclusive).
         assert "cpu=1," in rec["Tres"] and int(rec["ProcCnt"]) == cluster.cpus, rec
 
