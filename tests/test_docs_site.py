@@ -29,10 +29,15 @@ def build(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 
 def guide_copy(tmp_path: Path) -> Path:
+    """The guide and its config copied, the rest of the repository linked beside them
+    (the pages link into the code, and mkdocs_hooks.py checks those links)."""
     root = tmp_path / "repo"
     root.mkdir()
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
     shutil.copytree(REPO / "docs", root / "docs")
+    for entry in REPO.iterdir():
+        if entry.name not in {"mkdocs.yml", "docs", "site", ".git"}:
+            (root / entry.name).symlink_to(entry)
     return root
 
 
@@ -56,6 +61,20 @@ def test_a_broken_link_fails_the_build(tmp_path, broken, expected):
     proc = build(root, tmp_path / "site")
     assert proc.returncode != 0
     assert expected in proc.stderr, proc.stderr
+
+
+@pytest.mark.tool
+def test_a_link_into_the_code_is_checked(tmp_path):
+    """A page's link to a file of the repository outside docs/ builds when the file is
+    there (docs/DESIGN.md links into workflow/: the strict build above) and fails the
+    build when it is not."""
+    root = guide_copy(tmp_path)
+    page = root / "docs" / "DESIGN.md"
+    page.write_text(page.read_text() + "\nSee [`gone.py`](../workflow/gone.py).\n")
+    proc = build(root, tmp_path / "site")
+    assert proc.returncode != 0
+    assert "'../workflow/gone.py'" in proc.stderr, proc.stderr
+    assert "../workflow/paths.py" not in proc.stderr  # the links that hold build
 
 
 def without_code(text: str, inline: bool = True) -> str:

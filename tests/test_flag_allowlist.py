@@ -84,6 +84,16 @@ def test_the_lists_are_consistent():
         assert not set(names) & allowed.ALLOWED[tool], tool
 
 
+def test_a_refusal_names_the_page_that_explains_the_list():
+    """A refused flag's line sends the reader to the user guide's page on the allow-list,
+    which names the module that holds it (not a design page whose section moved)."""
+    line = allowed.refusal("--output=x", "iree-compile")
+    page = REPO / allowed.DOCS
+    assert f"({allowed.DOCS})" in line
+    assert page.is_file() and "backends/iree/allowed_flags.py" in page.read_text()
+    assert "## What a file may make the tools do" in page.read_text()
+
+
 def test_a_sku_may_opt_in_for_its_own_flags(tmp_path):
     def suite(**iree):
         return validate_suite({"suite_name": "s", "skus": {"cpu": {"iree": {

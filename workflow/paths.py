@@ -65,7 +65,7 @@ PEAK = RESULTS + "/peak.json"
 HISTORY_HTML = RESULTS + "/history.html"
 HISTORY_JSON = RESULTS + "/history.json"
 # What is made from REPORT alone: the report step removes them when it writes a new
-# report, so that none of them ever shows an older one (docs/DESIGN.md, "Reports").
+# report, so that none of them ever shows an older one (docs/reports.md, "How reports are made").
 REPORT_DERIVED = (REPORT_MD, REPORT_CSV, DASHBOARD, REPORT_HTML, GATE)
 # The case records the last report that found any could not use: a param of the report
 # rule, so that the next run makes them again (workflow/stages/report.py, damage_note).

@@ -2,11 +2,11 @@
 fresh processes, and how much within one, on this machine (threads=1, CPU).
 
 Question: benchflow's unit is the invocation, a fresh process (docs/DESIGN.md
-"Measurement protocol"). A candidate worker builds, compiles and warms a case once in a
-parent process and makes each invocation a forked child (os.fork: warm-up, one timed
-block, exit); the alternative where fork cannot be used (threads>1, CUDA) is timed
-blocks inside one process. Do such invocations still see the variance that fresh
-processes see, and how many fresh parents does a case need?
+"Measurement protocol"; the figures: docs/evidence.md). A candidate worker builds,
+compiles and warms a case once in a parent process and makes each invocation a forked
+child (os.fork: warm-up, one timed block, exit); the alternative where fork cannot be
+used (threads>1, CUDA) is timed blocks inside one process. Do such invocations still
+see the variance that fresh processes see, and how many fresh parents does a case need?
 
 Design (nested sampling). Cases are built by benchflow's own code: a small suite of
 nn.Linear f32 shapes [M,K,N] loaded by workflow.suite.load, case dicts from

@@ -1,6 +1,6 @@
 """Benchmark (not a test): what the profiling invocation of issue 25 costs against a case's
-measuring time, the figure behind "adds at most 10 %" (docs/DESIGN.md, "Measurement
-protocol").
+measuring time, the figure behind "adds at most 10 %" (docs/attribution.md,
+"How profiles are taken").
 
 Reads a finished run's case records (their `kernels.seconds`: IREE's profiling invocation
 and iree-profile, or a torch case's profiled calls and key_averages, wall) and what their

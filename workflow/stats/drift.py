@@ -1,4 +1,4 @@
-"""A run's common drift against its goldens (DESIGN.md "Judging across runs"): pure.
+"""A run's common drift against its goldens (docs/goldens.md, "A run that moved as a whole"): pure.
 
 On a shared machine, runs of unchanged code minutes apart move as a whole: in
 tests/perf/rerun_evidence.py's 8 reruns the torch cases of one run sat 0.85x to 1.20x of
