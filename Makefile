@@ -12,6 +12,10 @@ FAST := not e2e and not tool and not browser and not slurm and not quiet
 # Two pytest workers (pytest-xdist), a test file each at a time (--dist loadfile: a file's
 # module fixtures, e.g. one snakemake run several tests read, run once): on 2 cores the
 # end-to-end tests overlap their waits (timeouts, process starts) with each other's work.
+# Files start costliest first (tests/conftest.py, tests/file_costs.json);
+# --no-loadscope-reorder keeps that order: pytest-xdist would otherwise start the files
+# with the most tests first, leaving the few-test, minutes-long e2e files to run last,
+# one worker idle beside them.
 WORKERS ?= 2
 
 .PHONY: setup report check test gpu perf docs clean
@@ -51,7 +55,8 @@ check: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --durations=40 -m "not quiet or slurm"
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder --durations=40 \
+		-m "not quiet or slurm"
 	$(BIN)/pytest -q -m quiet --durations=5
 
 # The GPU tier (tests/gpu): the H100 suites end to end on this machine's CUDA GPU, each

@@ -144,9 +144,9 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-# How much a test file costs, by the heaviest marker one of its tests carries: a file
-# that runs Snakemake costs seconds to minutes, one that starts a tool seconds, the rest
-# milliseconds.
+# The kind of a test file, by the heaviest marker one of its tests carries: a file that
+# runs Snakemake costs seconds to minutes, one that starts a tool seconds, the rest
+# milliseconds. Within a kind, the seconds a run measured (tests/file_costs.py) decide.
 _FILE_COST = (("e2e", 0), ("slurm", 0), ("quiet", 0), ("browser", 1), ("tool", 1))
 
 
@@ -159,9 +159,16 @@ def pytest_collection_modifyitems(config, items):
     """The costly files first (a stable sort: each file's tests keep their order). With
     `-n 2 --dist loadfile` a worker takes the next file when it is free, so a costly file
     left for the end runs alone while the other worker idles: cheap files last fill in
-    (longest-processing-time-first scheduling)."""
+    (longest-processing-time-first scheduling). The Makefile passes
+    --no-loadscope-reorder: pytest-xdist otherwise reorders the files by their number of
+    tests, putting the many-test unit files first and the few-test e2e files last."""
+    from tests.file_costs import estimate, read_table
+
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    cost = {name: _file_cost(group) for name, group in files.items()}
-    items[:] = [item for name in sorted(files, key=cost.__getitem__) for item in files[name]]
+    kind = {name: _file_cost(group) for name, group in files.items()}
+    table = read_table()
+    seconds = {name: estimate(name, kind[name], table, kind) for name in files}
+    order = sorted(files, key=lambda name: (-seconds[name], kind[name]))
+    items[:] = [item for name in order for item in files[name]]
