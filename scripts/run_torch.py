@@ -13,6 +13,8 @@ run_torch_batch(
     sku=snakemake.params.sku,
     tolerances=snakemake.params.tolerances,
     timeout_per_case=snakemake.config["timeouts"]["run_s"],
+    compile_budget_s=snakemake.config["timeouts"]["torch_compile_s"],
+    content=snakemake.params.content,
     out_dir=snakemake.output.batch,
     log=snakemake.log[0],
     targets=time_targets([c["id"] for c in snakemake.params.cases], snakemake.wildcards.sku,

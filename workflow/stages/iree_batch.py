@@ -48,11 +48,11 @@ def forced_targets(argv: list[str]) -> list[str]:
     return sorted(set(out))
 
 
-def forced_by_command(batch: str) -> bool:
+def forced_by_command(batch: str, rule: str = "iree_batch") -> bool:
     """Whether the run that started this job forced it (FORCED_ENV): --forceall,
-    --forcerun iree_batch, or --forcerun naming this batch's list. Then every member is
-    measured again, as the README and DESIGN promise, even where a damaged member alone
-    would have rerun the batch."""
+    --forcerun of its rule (iree_batch, run_torch), or --forcerun naming this batch's
+    output. Then every member is measured again, as the README and DESIGN promise, even
+    where a damaged member alone would have rerun the batch."""
     try:
         targets = json.loads(os.environ.get(FORCED_ENV) or "[]")
     except ValueError:
@@ -60,7 +60,7 @@ def forced_by_command(batch: str) -> bool:
     if not isinstance(targets, list):
         return False
     named = {os.path.normpath(t) for t in targets if isinstance(t, str)}
-    return bool(named & {"*", "iree_batch", os.path.normpath(batch)})
+    return bool(named & {"*", rule, os.path.normpath(batch)})
 
 
 def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
