@@ -66,7 +66,7 @@ def kept(args: dict) -> list[str]:
 def wait_for(cond, job: subprocess.Popen, seconds: float = 240) -> None:
     deadline = time.monotonic() + seconds
     while not cond():
-        assert job.poll() is None, job.stderr.read()
+        assert job.poll() is None, job.stderr.read() if job.stderr else job.returncode
         assert time.monotonic() < deadline
         time.sleep(0.2)
 
@@ -192,7 +192,7 @@ def test_ctrl_c_then_the_same_command_measures_only_the_missing_cases(tmp_path):
         "timeouts": {"run_s": 20},
         "workloads": [{**w, "backends": ["torch-eager"]} for w in WORKLOADS]})
     work = tmp_path / "work"
-    cmd = plain_snakemake("--directory", str(work), "--configfile", str(suite),
+    cmd = plain_snakemake("--directory", str(work), "--configfile", str(suite), "--",
                           "results/report.json")
     (key,) = load([str(suite)]).torch_batches
     cases = plans.torch_batch_plan(load([str(suite)]), *key)
@@ -212,7 +212,9 @@ def test_ctrl_c_then_the_same_command_measures_only_the_missing_cases(tmp_path):
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
-    assert not Path(out_dir).exists()  # Snakemake removed the stopped job's output
+    # No batch directory: Snakemake would keep it marked incomplete, and the same command
+    # would refuse to go on without --rerun-incomplete.
+    assert not Path(out_dir).exists()
     journal = Journal(out_dir)
     kept_records = {c["id"]: json.loads(journal.path(c["identity"]).read_text())["record"]
                     for c in cases if c["id"] in linear}

@@ -227,9 +227,9 @@ def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, 
     (stages/torch_journal.py): a batch stopped part way (a time limit, Ctrl-C, a crash)
     keeps its finished cases, its rerun measures only the others, unless the run was
     forced (--forcerun run_torch, --forceall)."""
+    # No batch directory before every case has a record (_write_outputs; see there).
     out, m, sku, journal = Path(out_dir), sku["measurement"], with_threads(sku, log), \
         Journal(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     plan = {"backends": backends, "threads": sku["torch"]["threads"], "measurement": m,
             "tolerances": tolerances, "artifacts_dir": str(journal.artifacts),
             "python": sku["torch"].get("python")}
@@ -284,7 +284,10 @@ def _write_outputs(out: Path, cases: list[dict], records: list[dict], journal: J
                    batch: dict) -> None:
     """The batch's outputs, assembled from its journal and its worker's results: the
     case records, the profiler files, batch.json, the members file; then the journal
-    goes (the outputs hold every case now)."""
+    goes (the outputs hold every case now). The batch directory is made here, not
+    before: a job stopped earlier leaves none, where Snakemake would keep one marked
+    incomplete and refuse the same command again (without --rerun-incomplete)."""
+    out.mkdir(parents=True, exist_ok=True)
     journal.move_artifacts(out, records)
     for case, data in zip(cases, records, strict=True):
         path = Path(torch_case_record(str(out), case["identity"]))
