@@ -229,3 +229,39 @@ def test_ctrl_c_then_the_same_command_measures_only_the_missing_cases(tmp_path):
         assert by_id[cid]["timing"] == kept_records[cid]["timing"]
     (sleepy,) = [by_id[c["id"]] for c in cases if c["id"] not in linear]
     assert sleepy["status"] == "failed" and "timeout after 20 s" in sleepy["error"]
+
+
+@pytest.mark.tool
+def test_a_worker_signalled_with_its_job_stops_the_batch_not_fails_its_case(tmp_path):
+    """SLURM's time limit signals every process of the job, the worker too (its own
+    session does not shield it): a worker ended by SIGTERM is the batch stopped (exit
+    143, as the job's own SIGTERM), not a failure of the case it was measuring, which
+    would be kept and reused."""
+    import threading
+
+    from tests.test_torch_bench import plan_of
+    from workflow.stages.torch import run_pass
+
+    suite = suite_for(tmp_path, [{"model": "sleepy_model"}])
+    cases, plan = plan_of(suite)
+
+    def stop_the_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for pid in descendants(os.getpid()):
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"workflow.backends.torch.worker" in cmdline:
+                    time.sleep(5)  # into its case (the sleepy model's reference call)
+                    os.kill(pid, signal.SIGTERM)
+                    return
+            time.sleep(0.2)
+
+    threading.Thread(target=stop_the_worker, daemon=True).start()
+    heard = []
+    with pytest.raises(SystemExit) as stopped:
+        run_pass(plan, "batch", cases, timeout_per_case=120, log=str(tmp_path / "log"),
+                 finished=lambda cid, result: heard.append((cid, result)))
+    assert stopped.value.code == 143 and heard == []
