@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -284,16 +285,21 @@ def _write_outputs(out: Path, cases: list[dict], records: list[dict], journal: J
                    batch: dict) -> None:
     """The batch's outputs, assembled from its journal and its worker's results: the
     case records, the profiler files, batch.json, the members file; then the journal
-    goes (the outputs hold every case now). The batch directory is made here, not
-    before: a job stopped earlier leaves none, where Snakemake would keep one marked
-    incomplete and refuse the same command again (without --rerun-incomplete)."""
-    out.mkdir(parents=True, exist_ok=True)
-    journal.move_artifacts(out, records)
+    goes (the outputs hold every case now). The batch directory is made aside and
+    renamed into place whole, not before: a job stopped earlier leaves none, where
+    Snakemake would keep one marked incomplete and refuse the same command again
+    (without --rerun-incomplete)."""
+    aside = out.with_name(out.name + ".assembling")
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir(parents=True)
+    journal.move_artifacts(aside, records, out)
     for case, data in zip(cases, records, strict=True):
-        path = Path(torch_case_record(str(out), case["identity"]))
+        path = Path(torch_case_record(str(aside), case["identity"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, data)
-    write_json(out / "batch.json", batch)
+    write_json(aside / "batch.json", batch)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(aside, out)
     # Beside the batch directory: what the Snakefile checks before the next run.
     write_files_members(str(out), {c["id"]: torch_case_record(str(out), c["identity"])
                                    for c in cases})

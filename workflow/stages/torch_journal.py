@@ -100,16 +100,16 @@ class Journal:
             return None, "it failed, and the timeouts changed since"
         return record, f"reused: measured by the last run, which was stopped ({path})"
 
-    def move_artifacts(self, out: Path, records: list[dict]) -> None:
-        """The profiler files into the batch directory (`out/artifacts`), and the
-        records' paths to them with them."""
+    def move_artifacts(self, into: Path, records: list[dict], out: Path) -> None:
+        """The profiler files into `into/artifacts` (the batch directory being made),
+        and the records' paths to them with them, as they will be in `out/artifacts`."""
         if not self.artifacts.is_dir():
             return
-        dest = out / "artifacts"
+        dest = into / "artifacts"
         dest.mkdir(parents=True, exist_ok=True)
         for item in self.artifacts.iterdir():
             os.replace(item, dest / item.name)
-        old, new = str(self.artifacts), str(dest)
+        old, new = str(self.artifacts), str(out / "artifacts")
         for record in records:
             profile = record.get("profile")
             if isinstance(profile, dict):
