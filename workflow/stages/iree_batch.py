@@ -146,9 +146,16 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     exported_s = {} if choice is not None and choice.chip is None else export_ahead(
         [c for c, r in zip(cases, reuse, strict=True) if not r], timeouts, threads, forced)
     listed, kept = [], {}
+
+    def keep() -> None:
+        # After each measured member, with no context (never taken as forced): a job
+        # killed outright (SLURM's SIGKILL after its grace, the OOM killer) keeps it too.
+        write_json(mpath, {"context": None, "members": kept, "repair": repair})
+
     try:
         _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
-                         tolerances, timeouts, gate, forced, exported_s, log, listed, kept)
+                         tolerances, timeouts, gate, forced, exported_s, log, listed, kept,
+                         keep)
     except BaseException:
         # Interrupted (or failed) part way: the members measured so far are kept, so
         # that the rerun reuses them; no context, so that it is never taken as forced.
@@ -161,9 +168,9 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
 
 def _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
                      tolerances, timeouts, gate, forced, exported_s, log, listed,
-                     kept) -> None:
+                     kept, keep) -> None:
     """batch_job's loop: each case reused or measured (case_job), into `listed` and
-    `kept` as it is done."""
+    `kept` as it is done; `keep()` writes `kept` after each measured one."""
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem, reused in zip(cases, parts, problems, reuse, strict=True):
             ident = case["identity"]
@@ -181,6 +188,7 @@ def _measure_members(cases, parts, problems, reuse, members, sku, choice, target
                                   log=_case_log(ident),
                                   exported_s=exported_s.get(ident["workload"], 0.0))
                 kept[ident["id"]] = member_entry(ident, part, timeouts, record)
+                keep()
             listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
                            "sha256": kept[ident["id"]]["files"][path]["sha256"]})
 
