@@ -1,8 +1,9 @@
 """Benchmark (not a test): what one eager torch case that times about 2 s costs in a batch,
 split by phase, and what it would cost with another worker start (a GPU's).
 
-Measures a batch of --cases torch-eager linear cases (one thread), each with enough
-invocations of --block-s seconds to time about --timed-s seconds, in one worker
+Measures a batch of --cases torch-eager linear cases (one thread), each with
+ceil(--timed-s / --block-s) invocations whose blocks run at least --block-s seconds
+(blocked_autorange; its `timed_s` is what they took), in one worker
 (stages/torch.run_torch_batch, as a run_torch job does, Snakemake left out), and prints
 per case its own seconds (total_s without the worker's start: build, accuracy, first
 call, profile, warm-up, timed, graph) and the batch's worker start. Then the
@@ -11,6 +12,11 @@ projection: per case = own + start / cases, for the start measured here and for
 
     .venv/bin/python tests/perf/eager_case_cost.py [--cases 6] [--timed-s 2]
                                                     [--block-s 0.5] [--gpu-start 9.5]
+
+Measured at 7b641ff on the 2-core machine under load about 7 (other work): 6 cases,
+worker start 3.2 s; per case timed 5.8 s, warm-up 1.6 s, the rest of the invocations
+(forks) 0.5 s, characterization (accuracy, profile, graph, build) 0.1 s; with a 9.5 s
+start a case costs its own 8.0 s + 1.9 s in a batch of 5, + 0.3 s in a batch of 32.
 """
 
 from __future__ import annotations
@@ -55,13 +61,13 @@ def main() -> None:
             out_dir=str(Path(tmp) / "b0"), log=str(Path(tmp) / "log"))
         wall = time.monotonic() - t0
     costs = [r["cost"] for r in records]
-    start = sum(c.get("worker_start_s", 0.0) for c in costs)
-    own = [c["total_s"] - c.get("worker_start_s", 0.0) for c in costs]
+    start = sum((c.get("worker_start_s") or 0.0) for c in costs)
+    own = [c["total_s"] - (c.get("worker_start_s") or 0.0) for c in costs]
     print(f"{len(records)} eager cases, {n} invocations of {args.block_s:g} s each; batch wall "
           f"{wall:.1f} s; worker start {start:.2f} s")
     for phase in ("timed_s", "warmup_s", "invocations_s", "accuracy_s", "profile_s",
                   "graph_s", "build_s", "first_call_s"):
-        values = [c.get(phase, 0.0) for c in costs]
+        values = [c.get(phase) or 0.0 for c in costs]
         print(f"  {phase:14s} per case median {statistics.median(values):6.2f} s")
     own_s = statistics.median(own)
     print(f"  own (total_s without the start) per case median {own_s:.2f} s "
