@@ -84,7 +84,8 @@ def test_a_batch_exports_before_it_measures_and_a_crash_stays_its_case(tmp_path,
 def test_an_interrupted_batch_keeps_the_members_it_measured(tmp_path, monkeypatch):
     """Ctrl-C or SIGTERM in the middle of an IREE batch: the cases measured before it
     are kept as members (the rerun reuses them), as a batch that finished keeps them;
-    with no context, so that the rerun is never taken for a forced one."""
+    with no context, so that the rerun is never taken for a forced one. Each is on disk
+    before the next starts, so a SIGKILL (nothing runs on the way out) keeps them too."""
     from workflow.records.storage import write_json
     from workflow.stages import iree_batch
     from workflow.stages.members import members_path, read_members
@@ -96,10 +97,12 @@ def test_an_interrupted_batch_keeps_the_members_it_measured(tmp_path, monkeypatc
     (key, ) = suite.iree_batches
     batch = iree_batch_path(key)
     Path(batch).parent.mkdir(parents=True, exist_ok=True)
-    measured = []
+    measured, seen = [], []
 
     def case_job(*, identity, case, **_):
         if measured:
+            # Kept on disk before the next member starts: a SIGKILL here keeps it too.
+            seen.append(list(read_members(members_path(batch))))
             raise KeyboardInterrupt  # the second case: the interrupt while it runs
         measured.append(identity["id"])
         write_json(case, {"id": identity["id"], "status": "ok"})
@@ -113,4 +116,5 @@ def test_an_interrupted_batch_keeps_the_members_it_measured(tmp_path, monkeypatc
                   batch=batch, log=str(tmp_path / "batch.log"), threads=1)
     assert not Path(batch).exists()  # unfinished: Snakemake runs it again
     assert list(read_members(members_path(batch))) == measured and len(measured) == 1
+    assert seen == [measured]
     assert json.loads(members_path(batch).read_text())["context"] is None

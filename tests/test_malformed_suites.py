@@ -204,6 +204,13 @@ CASES = [
      MP % "sweep, min_power: 0, max_power: 20",
      "model_params[0]: expands to more than max_cases (10,000) cases: up to 9,261 shapes x 2"),
     ("max-cases-zero", "max_cases 0", W + "max_cases: 0\n", "max_cases: expected minimum 1"),
+    ("torch-compile-budget-zero", "a torch compile budget of 0 s",
+     W + "timeouts: {torch_compile_s: 0}\n",
+     "timeouts.torch_compile_s: expected exclusiveMinimum 0: 0 is less than or equal to "
+     "the minimum of 0"),
+    ("torch-compile-budget-text", "a torch compile budget as text",
+     W + "timeouts: {torch_compile_s: ten}\n",
+     "timeouts.torch_compile_s: expected number, got str 'ten'"),
     # --- names that become file and folder names -----------------------------------------
     ("sku-dotdot", "a SKU named .. (its stages would write outside results/)",
      W + "skus: {'..': {}}\n", f"skus: {NAME}"),

@@ -38,6 +38,25 @@ def sleepy_model(config, dtype, layers, shape):
 
 
 @benchmark_model(default_shape=(4, 8), shape_doc="[rows, cols]")
+def slow_to_compile_model(config, dtype, layers, shape):
+    """Sleeps 60 s per call under torch.compile only (a graph break Dynamo runs in the
+    compiled call, its first included): a compile that outlasts its budget; eager, it
+    is quick (its fp32 reference too)."""
+    import time
+
+    import torch
+
+    class SlowToCompile(torch.nn.Module):
+        def forward(self, x):
+            if torch.compiler.is_compiling():
+                time.sleep(60)
+            return x * 2
+
+    gen = seeded()
+    return finish(SlowToCompile(), (torch.randn(*shape, generator=gen),), dtype)
+
+
+@benchmark_model(default_shape=(4, 8), shape_doc="[rows, cols]")
 def crashing_model(config, dtype, layers, shape):
     """Kills its own process when called: a worker crash (as a segfault would)."""
     import os

@@ -48,11 +48,11 @@ def forced_targets(argv: list[str]) -> list[str]:
     return sorted(set(out))
 
 
-def forced_by_command(batch: str) -> bool:
+def forced_by_command(batch: str, rule: str = "iree_batch") -> bool:
     """Whether the run that started this job forced it (FORCED_ENV): --forceall,
-    --forcerun iree_batch, or --forcerun naming this batch's list. Then every member is
-    measured again, as the README and DESIGN promise, even where a damaged member alone
-    would have rerun the batch."""
+    --forcerun of its rule (iree_batch, run_torch), or --forcerun naming this batch's
+    output. Then every member is measured again, as the README and DESIGN promise, even
+    where a damaged member alone would have rerun the batch."""
     try:
         targets = json.loads(os.environ.get(FORCED_ENV) or "[]")
     except ValueError:
@@ -60,7 +60,7 @@ def forced_by_command(batch: str) -> bool:
     if not isinstance(targets, list):
         return False
     named = {os.path.normpath(t) for t in targets if isinstance(t, str)}
-    return bool(named & {"*", "iree_batch", os.path.normpath(batch)})
+    return bool(named & {"*", rule, os.path.normpath(batch)})
 
 
 def member_entry(identity: dict, parts: dict, timeouts: dict, record: dict) -> dict:
@@ -146,9 +146,16 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
     exported_s = {} if choice is not None and choice.chip is None else export_ahead(
         [c for c, r in zip(cases, reuse, strict=True) if not r], timeouts, threads, forced)
     listed, kept = [], {}
+
+    def keep() -> None:
+        # After each measured member, with no context (never taken as forced): a job
+        # killed outright (SLURM's SIGKILL after its grace, the OOM killer) keeps it too.
+        write_json(mpath, {"context": None, "members": kept, "repair": repair})
+
     try:
         _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
-                         tolerances, timeouts, gate, forced, exported_s, log, listed, kept)
+                         tolerances, timeouts, gate, forced, exported_s, log, listed, kept,
+                         keep)
     except BaseException:
         # Interrupted (or failed) part way: the members measured so far are kept, so
         # that the rerun reuses them; no context, so that it is never taken as forced.
@@ -161,9 +168,9 @@ def batch_job(*, cases: list[dict], sku: dict, tolerances: dict, timeouts: dict,
 
 def _measure_members(cases, parts, problems, reuse, members, sku, choice, targets,
                      tolerances, timeouts, gate, forced, exported_s, log, listed,
-                     kept) -> None:
+                     kept, keep) -> None:
     """batch_job's loop: each case reused or measured (case_job), into `listed` and
-    `kept` as it is done."""
+    `kept` as it is done; `keep()` writes `kept` after each measured one."""
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case, part, problem, reused in zip(cases, parts, problems, reuse, strict=True):
             ident = case["identity"]
@@ -181,6 +188,7 @@ def _measure_members(cases, parts, problems, reuse, members, sku, choice, target
                                   log=_case_log(ident),
                                   exported_s=exported_s.get(ident["workload"], 0.0))
                 kept[ident["id"]] = member_entry(ident, part, timeouts, record)
+                keep()
             listed.append({"id": ident["id"], "case": path, "key": key, "reused": reused,
                            "sha256": kept[ident["id"]]["files"][path]["sha256"]})
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -30,25 +32,30 @@ from workflow.records.case import assemble, torch_provenance
 from workflow.records.stage import StageResult
 from workflow.records.storage import read_json, write_json
 from workflow.stages.iree import RUN_ID_ENV
+from workflow.stages.iree_batch import forced_by_command
 from workflow.stages.keys import sources_of
 from workflow.stages.members import write_files_members
 from workflow.stages.model import now_iso
 from workflow.stages.resources import GROUP_WEIGHT_BYTES, case_weight_bytes
+from workflow.stages.torch_journal import Journal, case_key, stopped_line
 from workflow.stats.enums import Status
 
 
 def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case: float,
-             log: str | None, finished=None) -> dict[str, dict]:
+             log: str | None, finished=None, watch: Watch | None = None) -> dict[str, dict]:
     """Runs one worker pass over `cases`; returns case id -> result.
 
     A case that exceeds its deadline (timeout_per_case for each of its steps: a phase
-    or an invocation, which the worker's "tick" lines mark) or crashes the worker is
+    or an invocation, which the worker's "tick" lines mark; the compile budget,
+    `watch.compile_budget_s`, for its torch.compile) or crashes the worker is
     recorded as failed and the pass goes on with the cases after it in a new worker,
     so one bad case never costs the batch. `finished(case_id, result)` hears of each
-    case as its result arrives, a failed one too.
+    case as its result arrives, a failed one too. `watch` follows which case is in
+    which phase (what a stopped batch says of the case it was measuring).
     """
     results: dict[str, dict] = {}
     python = plan.get("python") or sys.executable
+    watch = watch or Watch()
     remaining = list(cases)
     while remaining:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
@@ -57,7 +64,7 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
             plan_file = fh.name
         try:
             done, stuck, why = _one_worker(python, plan_file, pass_name, timeout_per_case, log,
-                                           finished)
+                                           finished, watch)
         finally:
             os.unlink(plan_file)
             own_bug_marker(plan_file).unlink(missing_ok=True)
@@ -67,31 +74,74 @@ def run_pass(plan: dict, pass_name: str, cases: list[dict], *, timeout_per_case:
             ended = [case["id"] for case in remaining]
         for case_id in ended:
             results[case_id] = {"status": Status.FAILED, "error": why}
+            if stuck is not None and watch.phase == "compile_s":
+                results[case_id]["failed_stage"] = "compile"
             if finished is not None:
                 finished(case_id, results[case_id])
+        watch.case = watch.phase = None
         if not done and stuck is None:
             break
         remaining = [c for c in remaining if c["id"] not in results]
     return results
 
 
+# A worker ended by one of these was stopped with its job, not by its case.
+STOP_SIGNALS = (-signal.SIGINT, -signal.SIGTERM)
+
+
+class Watch:
+    """What a batch's worker is doing: the case whose step runs, its phase (the worker's
+    "phase" lines: `build_s`, `compile_s`, ...) and since when (monotonic), so that a
+    batch stopped from outside names what its running case was doing; and the compile
+    budget (s, None: the step's timeout alone) that holds a case's torch.compile."""
+
+    def __init__(self, compile_budget_s: float | None = None):
+        self.compile_budget_s = compile_budget_s
+        self.case: str | None = None
+        self.phase: str | None = None
+        # A step (the deadline's start) begins at a "start" or "tick" line, a phase at
+        # its "phase" line.
+        self.step_since = self.phase_since = time.monotonic()
+
+    def step(self, case: str, phase: str | None = None, *, begins: bool = True) -> None:
+        now = time.monotonic()
+        self.case, self.phase, self.phase_since = case, phase, now
+        if begins:
+            self.step_since = now
+
+    def deadline(self, timeout: float) -> tuple[float, str | None]:
+        """When the running step must end, and what is hit then (None: the step's
+        timeout)."""
+        budget = self.compile_budget_s
+        if self.phase == "compile_s" and budget is not None \
+                and self.phase_since + budget < self.step_since + timeout:
+            return self.phase_since + budget, f"compile budget of {budget:g} s hit"
+        return self.step_since + timeout, None
+
+
 def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
-                log: str | None, finished=None):
+                log: str | None, finished=None, watch: Watch | None = None):
     """Runs a worker until it ends; returns (results, id of a case it hung or crashed
     on, why). The model runs in the worker and may end it any way (os._exit, sys.exit,
     with any status, OWN_BUG_EXIT included; a signal): that is the case's failure with
     the exit status and the worker's last lines. Only the worker's own-bug marker beside
     its plan (worker_side.marking_own_bug) makes the exit benchflow's bug: OwnBug, the job fails."""
     results: dict[str, dict] = {}
-    current, deadline = None, time.monotonic() + timeout
+    watch = watch or Watch()
+    current = None
+    watch.step_since = time.monotonic()
     with Streaming([python, "-m", "workflow.backends.torch.worker", plan_file, pass_name],
                    log=log, env=python_env(python)) as worker:
         try:
             while True:
+                deadline, hit = watch.deadline(timeout)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     worker.kill()
-                    return results, current, f"timeout after {timeout:g} s ({pass_name})"
+                    return results, current, (
+                        f"{hit} (timeouts.torch_compile_s) while compiling with "
+                        f"torch.compile ({pass_name})" if hit else
+                        f"timeout after {timeout:g} s ({pass_name})")
                 line = worker.readline(min(left, 1.0))
                 if line is None:
                     continue
@@ -99,15 +149,22 @@ def _one_worker(python: str, plan_file: str, pass_name: str, timeout: float,
                     break
                 msg = json.loads(line)
                 if msg["event"] == "start":
-                    current, deadline = msg["case"], time.monotonic() + timeout
+                    current = msg["case"]
+                    watch.step(current)
+                elif msg["event"] == "phase":  # a phase begins: what the case is doing
+                    watch.step(msg["case"], msg["phase"], begins=False)
                 elif msg["event"] == "tick":  # a phase or an invocation done: a new step
-                    deadline = time.monotonic() + timeout
+                    watch.step(msg["case"])
                 elif msg["event"] == "result":
                     results[msg["case"]] = msg["result"]
                     current = None
                     if finished is not None:
                         finished(msg["case"], msg["result"])
             code = worker.wait()
+            if code in STOP_SIGNALS:
+                # Signalled from outside with the job (SLURM signals every process of a
+                # job at its time limit): the batch is stopped, not the case failed.
+                raise SystemExit(128 - code)
             if ended_by_own_bug(code, plan_file):
                 tail = log_tail(log, 4000)
                 raise OwnBug(f"benchflow's own code failed in the torch worker ({pass_name}, "
@@ -156,57 +213,133 @@ def case_done_line(case_id: str, result: dict, done: int, total: int, seconds: f
 
 def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, tolerances: dict,
                     timeout_per_case: float, out_dir: str, log: str,
-                    targets: dict[str, dict] | None = None, say=None) -> list[dict]:
+                    targets: dict[str, dict] | None = None, say=None,
+                    content: dict | None = None,
+                    compile_budget_s: float | None = None) -> list[dict]:
     """Measures a batch and writes one case record per case (paths.torch_case_record).
     Golden verdicts are added at aggregation, so blessing never re-measures a batch;
     `targets` (case id -> {rel_width, source}) is the interval width a case judged by a
     golden needs (stages/targets.py), which only decides when it has measured enough.
-    `backends`: the settings of the torch backends the cases use, by name. `say(line)`
-    hears a line per case as the worker finishes it (case_done_line)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    m = sku["measurement"]
-    sku = with_threads(sku, log)
+    `backends`: the torch backends' settings by name. `say(line)` hears a line per case
+    as the worker finishes it (case_done_line). `content`: the batch's content param (in
+    each case's key); `compile_budget_s`: timeouts.torch_compile_s.
+
+    Each case's record is kept in the batch's journal as soon as it is measured
+    (stages/torch_journal.py): a batch stopped part way (a time limit, Ctrl-C, a crash)
+    keeps its finished cases, its rerun measures only the others, unless the run was
+    forced (--forcerun run_torch, --forceall)."""
+    # No batch directory before every case has a record (_write_outputs; see there).
+    out, m, sku, journal = Path(out_dir), sku["measurement"], with_threads(sku, log), \
+        Journal(out_dir)
     plan = {"backends": backends, "threads": sku["torch"]["threads"], "measurement": m,
-            "tolerances": tolerances, "artifacts_dir": str(out / "artifacts"),
+            "tolerances": tolerances, "artifacts_dir": str(journal.artifacts),
             "python": sku["torch"].get("python")}
-    t0, started_at = time.monotonic(), now_iso()
-    targets = targets or {}
-    done_ids: set[str] = set()
+    timeouts = {"run_s": timeout_per_case, "torch_compile_s": compile_budget_s}
+    key = {c["id"]: case_key(c, backends[c["backend"]], sku, tolerances, content)
+           for c in cases}
+    reused = _reusable(journal, cases, key, timeouts, forced_by_command(out_dir, "run_torch"),
+                       log)
+    t0, by_id, got_ids = time.monotonic(), {c["id"]: c for c in cases}, set()
+    common = {**interpreter_provenance(plan["python"], log), "started_at": now_iso()}
 
     def finished(case_id: str, result: dict) -> None:
-        done_ids.add(case_id)
-        say(case_done_line(case_id, result, len(done_ids), len(cases), time.monotonic() - t0))
+        journal.keep(by_id[case_id]["identity"], key[case_id],
+                     _record(by_id[case_id], result, sku, common), timeouts)
+        if say is not None:
+            say(case_done_line(case_id, result, len(reused) + len(got_ids) + 1, len(cases),
+                               time.monotonic() - t0))
+        got_ids.add(case_id)
 
     # Cases held warm at once (their invocations interleaved): as many as fit
     # GROUP_WEIGHT_BYTES of weights by their estimate (resources.case_weight_bytes).
     plan["group_bytes"] = GROUP_WEIGHT_BYTES
-    got = run_pass(plan, "batch", [{**c, "target": targets.get(c["id"]),
-                                    "weight_bytes": case_weight_bytes(c["workload"])}
-                                   for c in cases],
-                   timeout_per_case=timeout_per_case, log=log,
-                   finished=None if say is None else finished)
-    measure_s = time.monotonic() - t0
-    interpreter = interpreter_provenance(plan["python"], log)
-    records = []
-    for case in cases:
-        results = torch_results(got[case["id"]], case["identity"]["compile_mode"])
-        # With the model's source files by digest, as an IREE case's (stages/iree.py).
-        data = assemble(case["identity"], results,
-                        {**torch_provenance(sku, got[case["id"]]), **interpreter,
-                         "started_at": started_at,
-                         "model_sources": sources_of(case["workload"])})
-        path = Path(torch_case_record(out_dir, case["identity"]))
+    watch = Watch(compile_budget_s)
+    todo = [{**c, "target": (targets or {}).get(c["id"]),
+             "weight_bytes": case_weight_bytes(c["workload"])}
+            for c in cases if c["id"] not in reused]
+    try:
+        got = run_pass(plan, "batch", todo, timeout_per_case=timeout_per_case, log=log,
+                       finished=finished, watch=watch) if todo else {}
+    except (SystemExit, KeyboardInterrupt) as exc:
+        _stopped(journal, watch, by_id, key, exc, len(reused) + len(got_ids), len(cases), log)
+        raise
+    records = [reused[c["id"]] if c["id"] in reused else _record(c, got[c["id"]], sku, common)
+               for c in cases]
+    _write_outputs(out, cases, records, journal, {
+        "cases": [c["id"] for c in cases], "seconds": time.monotonic() - t0,
+        "threads": plan["threads"], "threads_decided": sku["torch"].get("threads_decided"),
+        "reused": [c["id"] for c in cases if c["id"] in reused]})
+    return records
+
+
+def _record(case: dict, got: dict, sku: dict, common: dict) -> dict:
+    """A case's record from its worker's result; `common`: the batch's provenance (its
+    interpreter, when it started). With the model's source files by digest, as an IREE
+    case's (stages/iree.py)."""
+    return assemble(case["identity"], torch_results(got, case["identity"]["compile_mode"]),
+                    {**torch_provenance(sku, got), **common,
+                     "model_sources": sources_of(case["workload"])})
+
+
+def _write_outputs(out: Path, cases: list[dict], records: list[dict], journal: Journal,
+                   batch: dict) -> None:
+    """The batch's outputs, assembled from its journal and its worker's results: the
+    case records, the profiler files, batch.json, the members file; then the journal
+    goes (the outputs hold every case now). The batch directory is made aside and
+    renamed into place whole, not before: a job stopped earlier leaves none, where
+    Snakemake would keep one marked incomplete and refuse the same command again
+    (without --rerun-incomplete)."""
+    aside = out.with_name(out.name + ".assembling")
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir(parents=True)
+    journal.move_artifacts(aside, records, out)
+    for case, data in zip(cases, records, strict=True):
+        path = Path(torch_case_record(str(aside), case["identity"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, data)
-        records.append(data)
-    write_json(out / "batch.json", {
-        "cases": [c["id"] for c in cases], "seconds": measure_s, "threads": plan["threads"],
-        "threads_decided": sku["torch"].get("threads_decided")})
+    write_json(aside / "batch.json", batch)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(aside, out)
     # Beside the batch directory: what the Snakefile checks before the next run.
-    write_files_members(out_dir, {c["id"]: torch_case_record(out_dir, c["identity"])
-                                  for c in cases})
-    return records
+    write_files_members(str(out), {c["id"]: torch_case_record(str(out), c["identity"])
+                                   for c in cases})
+    journal.clear()
+
+
+def _reusable(journal: Journal, cases: list[dict], key: dict, timeouts: dict, forced: bool,
+              log: str) -> dict[str, dict]:
+    """The records an earlier, stopped run of the batch kept that verify (Journal.
+    reusable), by case id; none when the run was forced. One log line per case saying
+    whether it is reused or measured, and why."""
+    reused = {}
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
+        for case in cases:
+            record, why = journal.reusable(case["identity"], key[case["id"]], timeouts)
+            if record is not None and not forced:
+                reused[case["id"]] = record
+            elif record is not None:
+                why = "measuring again: the rerun was forced"
+            else:
+                why = "measuring" if why == "not measured yet" else f"measuring again: {why}"
+            print(f"{case['id']}: {why}", file=fh, flush=True)
+    return reused
+
+
+def _stopped(journal: Journal, watch: Watch, by_id: dict, key: dict, exc: BaseException,
+             kept: int, total: int, log: str) -> None:
+    """A batch stopped from outside (stages/job.py: SIGTERM, Ctrl-C; its worker is killed
+    already): the case it was measuring gets a journal entry saying what it was doing,
+    the job's stderr and log a line saying what is kept."""
+    code = 130 if isinstance(exc, KeyboardInterrupt) else exc.code
+    line = f"torch batch stopped: {kept} of {total} cases kept in {journal.dir}"
+    if watch.case in by_id:
+        why = stopped_line(code, time.monotonic() - watch.phase_since, watch.phase)
+        journal.stopped(by_id[watch.case]["identity"], key[watch.case], why)
+        line += f"; {watch.case} was {why}"
+    line += f"; the rerun measures the other {total - kept}"
+    print(line, file=sys.stderr, flush=True)
+    with open(log, "a", encoding="utf-8", errors="replace") as fh:
+        print(line, file=fh)
 
 
 def interpreter_provenance(python: str | None, log: str | None) -> dict:
@@ -234,7 +367,7 @@ def torch_results(got: dict, compile_mode: str | None) -> list[StageResult]:
     if status == Status.UNSUPPORTED:
         return [StageResult("characterize", Status.UNSUPPORTED, error=got["reason"])]
     if status != Status.OK:
-        return [StageResult("characterize", Status.FAILED, "run",
+        return [StageResult("characterize", Status.FAILED, got.get("failed_stage") or "run",
                             got.get("error", "unknown error"))]
     # `kernels`: the per-op profile (backends/torch/ops_profile.py), apart from `profile`,
     # the Chrome trace and memory snapshot files torchao's settings ask for.

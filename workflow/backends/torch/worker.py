@@ -76,7 +76,8 @@ def measure_group(cases: list[dict], backends: dict[str, dict], plan: dict,
     for case in cases:
         say("start", case["id"])
         t0 = time.perf_counter()
-        cost = Cost(lambda phase, s, cid=case["id"]: say("tick", cid, phase=phase, seconds=s))
+        cost = Cost(lambda phase, s, cid=case["id"]: say("tick", cid, phase=phase, seconds=s),
+                    lambda phase, cid=case["id"]: say("phase", cid, phase=phase))
         try:
             result, prepared = characterized(case, backends[case["backend"]], plan, cost)
         except Exception as exc:  # the model's failure is this case's alone
