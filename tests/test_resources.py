@@ -406,7 +406,7 @@ def test_placement_is_no_part_of_a_cases_key():
 
     default = load([DEFAULT_SUITE]).sku("cpu-host")
     assert default["slurm"] == {"partition": None, "gres": None, "constraint": None,
-                                "exclusive": None, "cpus_per_gpu": 8}
+                                "exclusive": None, "cpus_per_gpu": None}
     assert "slurm" not in sku_settings(default) and "slurm" not in without_placement(default)
     assert placement.slurm_partition(default, "cpu") == "cpu"
     assert placement.slurm_gres(default) is None and placement.slurm_constraint(default) is None
