@@ -149,6 +149,8 @@ OUTPUT_BLOCKS = {
     '{"total_time": s, "total_samples": n': "the shape of a Forge results entry",
     "results/export/{workload}/module.mlirbc": "a listing of result paths",
     "benchflow: SLURM: SKU": "test_readmes_slurm_warning_is_the_one_printed",
+    "$ squeue            # 8 one-GPU batches": "what squeue shows of an 8-GPU node "
+                                                "(tests/test_slurm_gpus.py runs it)",
     "ok           host/iree/linear-16x32x32": "an excerpt of --logger benchflow's output "
                                                 "(its lines: tests/test_progress.py)",
     "### Regressed (2)": "compare's Markdown on the default suite's gating SKU, host -> "
