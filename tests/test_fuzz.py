@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DATA, REPO, tiny_suite
+from workflow.benchfile.attach import attach
 from workflow.benchfile.parse import load_file
-from workflow.benchfile.select import attach
 from workflow.errors import ConfigError
 from workflow.records.report import read_report
 from workflow.regression import goldens

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from workflow.errors import ConfigError
-from workflow.history.importers import read_runs, run_id_of
+from workflow.history.importers import read_runs
+from workflow.history.importers.run import run_id_of
 from workflow.records.results_file import forge_entry
 from workflow.render import dashboard
 

@@ -79,6 +79,87 @@ def test_few_loose_modules_and_documented_packages():
         assert doc and "import" in doc.lower(), f"{pkg.name}: say what it owns and imports"
 
 
+
+def _module_name(path: Path, pkg: Path) -> str:
+    parts = path.relative_to(pkg.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(pkg: Path = PKG) -> dict[str, set[str]]:
+    """Module -> the workflow modules it imports, at module level or inside functions.
+    `from a.b import c` is the module a.b.c when there is one, else a.b; a package's
+    __init__ is the package's own name."""
+    modules = {_module_name(p, pkg): p for p in pkg.rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        parts = name.split(".")
+        return next((".".join(parts[:n]) for n in range(len(parts), 0, -1)
+                     if ".".join(parts[:n]) in modules), None)
+
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {resolve(f"{node.module}.{a.name}") or resolve(node.module)
+                          for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {resolve(a.name) for a in node.names}
+        graph[name] = found - {None, name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_circles_are_found():
+    """The finder itself: a circle through a function-level import, and none in a chain."""
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_circles():
+    """No two workflow modules need each other, through any chain of imports, module level
+    or inside functions: where two did, the idea they share has a module of its own
+    (benchfile/formats.py, benchfile/attach.py, history/importers/run.py)."""
+    circles = _circles(_import_graph())
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
 # A module a reader can hold in mind, a function that does one job its name says.
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60

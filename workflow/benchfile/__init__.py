@@ -23,11 +23,13 @@ the installed tools) is refused at validation.
 
 The steps, each a module, in the order a file goes through them:
 
+- `formats`: which format a JSON document is by its keys (a benchmark file, a
+  torch_models test or module file) and the one a file that failed as another looks like;
 - `parse`: the schema, `file_problems`, `load_file` and `BenchmarkFile`;
 - `resolve`: `Locations`, finding its MLIR, weights and @file inputs as upstream's
   runner does, and confinement (`confinement_problems`, `not_runnable`);
-- `select`: `Selection`, `select` and `attach` (a suite's files, SKUs and skips),
-  `sku_reason`, `Availability` (the files `modules` name);
+- `select`: `Selection`, `select` (a suite's files, SKUs and skips), `sku_reason`,
+  `Availability` (the files `modules` name);
 - `flags`: `flag_paths` (whether a flag is allowed, and which files it reads),
   `compile_flags`, `run_spec`, `data_files` (what the compile and run stages are given);
 - `plan`: its cases as the workflow plans them (identity, record paths, modules,
@@ -37,7 +39,8 @@ The steps, each a module, in the order a file goes through them:
 iree-test-suites' torch_models test files (a pytest harness's JSON) become such records:
 `torch_models` (their format, the harness's URL manifest), `markers` (pytest's -m),
 `torch_plan` (a suite's tests as `TorchFile`s, cases and skips of the same Selection),
-`random_weights` (`type: random` weights as an .irpa, cached by content).
+`random_weights` (`type: random` weights as an .irpa, cached by content). `attach`
+keeps both formats' Selection on the suite.
 
 Imports only lower layers: backends (IREE target flags and devices), records (schemas,
 atomic storage), errors and paths; never suite (its peer), regression, stages or cli,

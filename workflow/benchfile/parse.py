@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workflow.benchfile import resolve
 from workflow.benchfile.flags import OWNED_FLAGS, REPETITIONS_FLAG, WARMUP_FLAG
+from workflow.benchfile.formats import other_format
 from workflow.benchfile.goldens import of_key
 from workflow.errors import ConfigError, key_path
 from workflow.paths import REPO_ROOT
@@ -21,16 +22,6 @@ from workflow.records.storage import read_json_file
 
 # A file's id, <model>.<name>, matched whole (fullmatch: no trailing newline).
 ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
-# Keys only a benchmark file has: a JSON document with one of them is read as one.
-MARKERS = ("function_run", "inputs", "golden_time_ms", "golden_dispatch", "golden_size",
-           "benchmark_flags")
-
-
-def looks_like_file(data) -> bool:
-    """Whether a JSON document is meant as a benchmark file (by its keys, not its name)."""
-    return isinstance(data, dict) and any(k in data for k in MARKERS)
-
-
 def file_schema() -> dict:
     return schemas.load("benchmark_file")
 
@@ -176,8 +167,6 @@ def load_file(path: str | Path, model: str | None = None,
     data = read_json_file(path, unique_keys=True)
     problems = file_problems(data, str(path))
     if problems:
-        from workflow.benchfile.torch_models import other_format
-
         raise ConfigError([*problems, *other_format(data, str(path), "sharktank")])
     f = BenchmarkFile(path, model or path.parent.name, path.stem, data, where)
     problems = f.confinement_problems()

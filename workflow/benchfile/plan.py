@@ -23,7 +23,7 @@ def case_of(sel: Selection, sku: str, benchmark: str) -> BenchCase:
 
 
 def case_paths(sel: Selection | None) -> list[str]:
-    """Case records of a suite's benchmark files, from select.attach() (the report's
+    """Case records of a suite's benchmark files, from attach.attach() (the report's
     further inputs)."""
     if sel is None:
         return []

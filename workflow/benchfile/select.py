@@ -277,13 +277,3 @@ def select(config: dict, source: str, env=None) -> Selection:
     if problems:
         raise ConfigError(problems)
     return sel
-
-
-def attach(suite) -> Selection:
-    """Selects a suite's benchmark files and keeps them on it (suite.benchmark_files)."""
-    from workflow.benchfile.torch_plan import add_tests  # it imports this module
-
-    sel = select(suite.config, suite.source)
-    add_tests(sel, suite.config, suite.source)
-    suite.benchmark_files = sel
-    return sel

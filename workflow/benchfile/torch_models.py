@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow.backends.iree.allowed_flags import refusal
+from workflow.benchfile.formats import other_format
 from workflow.errors import ConfigError, key_path
 from workflow.files import file_problem
 from workflow.records import schemas
 from workflow.records.schemas import schema_problems
 from workflow.records.storage import read_json_file
 
-KINDS = ("benchmark", "quality", "compstat")
 # The harness's URL -> local file map, under its --artifact-directory.
 MANIFEST = Path("azure") / "manifest.json"
 # run_args benchflow takes as the case's own fields (function, device), and the
@@ -33,17 +33,6 @@ FUNCTION_FLAG, DEVICE_FLAG = "--function=", "--device="
 THRESHOLD_FLAGS = ("--expected_f16_threshold=", "--expected_f32_threshold=",
                    "--expected_f64_threshold=", "--expected_bf16_threshold=")
 NEVER_DOWNLOADS = "benchflow never downloads"
-
-
-def looks_like_test(data) -> bool:
-    """A torch_models test file, by its keys: a `type` of the harness's and `markers`."""
-    return isinstance(data, dict) and data.get("type") in KINDS and "markers" in data
-
-
-def looks_like_module(data) -> bool:
-    """A torch_models module file: `mlir` and `compiler_flags`, nothing of a test."""
-    return (isinstance(data, dict) and {"mlir", "compiler_flags"} <= set(data)
-            and "type" not in data)
 
 
 @dataclass(frozen=True)
@@ -106,24 +95,6 @@ def module_problems(data, source: str) -> list[str]:
     """Every problem of a module file's format. Its compiler flags off the allow-list
     are its tests' skip reason (torch_plan.py), not a problem of the format."""
     return schema_problems(data, schemas.load("torch_models_module"), source)
-
-
-def other_format(data, source: str, read_as: str) -> list[str]:
-    """One line saying which other format a file that failed as `read_as` (sharktank,
-    torch_models test, torch_models module) looks like; [] when none."""
-    from workflow.benchfile.parse import looks_like_file
-
-    for name, looks in (("an iree-test-suites torch_models test file", looks_like_test),
-                        ("an iree-test-suites torch_models module file", looks_like_module),
-                        ("a sharktank-format benchmark file", looks_like_file)):
-        # `markers` is the harness's own key: such a file is a torch_models one gone wrong.
-        if read_as in name or (looks is looks_like_file and isinstance(data, dict)
-                               and "markers" in data):
-            continue
-        if looks(data):
-            return [f"{source}: it looks like {name} (docs/benchmark-files.md): give it "
-                    "where that format is read"]
-    return []
 
 
 def _load(path: str | Path, problems_of, kind: str) -> dict:

@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workflow.backends.torch.recipes import RECIPE_HELP
-    from workflow.benchfile.select import attach
+    from workflow.benchfile.attach import attach
     from workflow.models.registry import suite_models
     from workflow.stages.plan import command_suite
 

@@ -10,7 +10,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from workflow.benchfile import plan as bench_plan
-from workflow.benchfile.select import attach
+from workflow.benchfile.attach import attach
 from workflow.errors import ConfigError
 from workflow.paths import GATE as GATE_TARGET
 from workflow.suite.load import Suite, load

@@ -117,7 +117,7 @@ def select_files(configfile: list[str] | None, override: dict, config: dict | No
     `override` (`benchflow benchmarks`' options, run_benchmarks.py's) over the suite's
     benchmark_files settings. Bad settings: a ConfigError, an override's problem naming
     the override (stages/plan.load_suite)."""
-    from workflow.benchfile.select import attach
+    from workflow.benchfile.attach import attach
     from workflow.stages.plan import command_suite
     from workflow.suite.load import load
     from workflow.suite.schema import deep_merge

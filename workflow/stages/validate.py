@@ -70,7 +70,7 @@ def suite_checked(path: str | Path) -> Checked:
 
 
 def kind_of(data) -> str:
-    from workflow.benchfile.parse import looks_like_file
+    from workflow.benchfile.formats import looks_like_file, looks_like_module, looks_like_test
     from workflow.records import results_file
     from workflow.regression.goldens import KIND
 
@@ -81,8 +81,6 @@ def kind_of(data) -> str:
         return "results"
     if isinstance(data, dict) and "kind" not in data and {"schema_version", "cases"} <= set(data):
         return "report"
-    from workflow.benchfile.torch_models import looks_like_module, looks_like_test
-
     # Before sharktank's: a torch_models test has `inputs` too.
     if looks_like_test(data):
         return "torch_test"

@@ -109,7 +109,7 @@ class Suite:
     # (base label, new label, workload) -> suite.pairs.TorchPair: one torch A/B job each
     torch_ab_pairs: dict[tuple[str, str, str], object] = field(default_factory=dict)
     # The selected sharktank-format benchmark files (a benchfiles.Selection), attached
-    # by benchfiles.attach when the suite runs or is listed.
+    # by benchfile/attach.py when the suite runs or is listed.
     benchmark_files: object | None = None
 
     def __post_init__(self):

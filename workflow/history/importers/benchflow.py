@@ -23,7 +23,7 @@ from pathlib import Path
 import jsonschema
 
 from workflow.errors import ConfigError
-from workflow.history.importers import make_run, problem, unix_time
+from workflow.history.importers.run import make_run, problem, unix_time
 from workflow.paths import PEAK
 from workflow.records import report as rep
 from workflow.records.results_file import FORGE_RECORD_KEY, KIND, is_forge_results

@@ -29,7 +29,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from workflow.history.importers import case_id, make_run, need_time, problem, text_field, unix_time
+from workflow.history.importers.run import (
+    case_id,
+    make_run,
+    need_time,
+    problem,
+    text_field,
+    unix_time,
+)
 from workflow.records.results_file import is_forge_results
 from workflow.render import dashboard
 

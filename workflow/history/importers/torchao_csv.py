@@ -39,7 +39,7 @@ import csv
 import io
 from pathlib import Path
 
-from workflow.history.importers import case_id, make_run, need_time, problem, unix_time
+from workflow.history.importers.run import case_id, make_run, need_time, problem, unix_time
 from workflow.render import dashboard
 
 SOURCE = "torchao-csv"

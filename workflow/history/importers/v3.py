@@ -36,7 +36,7 @@ import json
 import math
 from pathlib import Path
 
-from workflow.history.importers import (
+from workflow.history.importers.run import (
     META_KEYS,
     case_id,
     json_type,

@@ -2,7 +2,7 @@
 run an importer made before anything is written: a value the table would wrap (an
 integer wider than its column), turn into infinity or null (a float beyond Float32), or
 that cannot be the quantity (a negative time or rate) refuses the file in one line naming
-the row and the field. Times are checked where they are read (importers.unix_time)."""
+the row and the field. Times are checked where they are read (importers/run.unix_time)."""
 
 from __future__ import annotations
 
