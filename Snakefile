@@ -6,7 +6,7 @@ import sys
 import uuid
 
 from workflow.paths import AB, DASHBOARD, HISTORY_HTML, REPORT, REPORT_CSV, REPORT_HTML, REPORT_MD
-from workflow.stages.plan import (
+from workflow.planning.plan import (
     GATE_BAD_INPUT_EXIT,
     Refused,
     attach_benchmark_files,
@@ -17,12 +17,12 @@ from workflow.stages.plan import (
     load_suite,
     verify_batches,
 )
-from workflow.stages.iree import RUN_ID_ENV
-from workflow.stages.other_run import other_run_refusal
-from workflow.stages.plan_time import plan_check
-from workflow.stages.profile_check import profile_refusal
-from workflow.stages.placement import default_resource, slurm_in_use, slurm_warnings
-from workflow.stages.slot_plan import (
+from workflow.jobs.iree import RUN_ID_ENV
+from workflow.planning.other_run import other_run_refusal
+from workflow.planning.plan_time import plan_check
+from workflow.planning.profile_check import profile_refusal
+from workflow.planning.placement import default_resource, slurm_in_use, slurm_warnings
+from workflow.planning.slot_plan import (
     on_gpu,
     plan_lines,
     slot_count,
@@ -30,13 +30,13 @@ from workflow.stages.slot_plan import (
     timing_threads,
     torch_batch_on_gpu,
 )
-from workflow.stages.suite_dir import suite_dir
+from workflow.planning.suite_dir import suite_dir
 
 # A profile value that makes no sense (jobs: 0, retries: -1, mem_mb: 0, runtime:
 # forever), which Snakemake would take or blame on a rule, refuses the run here: a line
 # each naming the profile file and the key, before any job is scheduled. Snakemake has
 # already changed to --directory, so a relative profile is also looked for next to this
-# file (workflow/stages/profile_check.py).
+# file (workflow/planning/profile_check.py).
 if workflow.is_main_process:
     PROFILE_REFUSAL = profile_refusal(sys.argv, os.environ, [os.getcwd(), workflow.basedir])
     if PROFILE_REFUSAL:
@@ -51,7 +51,7 @@ if workflow.is_main_process:
 try:
     SUITE = load_suite(workflow.overwrite_configfiles, workflow.config_settings.config)
     # Where this suite works: a directory belongs to one suite, so that two suites never
-    # overwrite each other's results and reports (workflow/stages/suite_dir.py). Decided
+    # overwrite each other's results and reports (workflow/planning/suite_dir.py). Decided
     # before any path of the suite is read, as the suite may move to a directory of its
     # own; a --directory of another suite is refused here.
     SUITE_DIR = suite_dir(SUITE, workflow.overwrite_configfiles,
@@ -72,7 +72,7 @@ if SUITE_DIR.moved:
 # Another snakemake already working in this directory (started before this one): one line
 # naming it (PID, since when, its command), instead of Snakemake's LockException or its
 # IncompleteFilesException about the other run's jobs in progress, whose advice
-# (--rerun-incomplete) would delete what that run is making (workflow/stages/other_run.py).
+# (--rerun-incomplete) would delete what that run is making (workflow/planning/other_run.py).
 # A dry run is let plan beside it.
 if workflow.is_main_process:
     OTHER_RUN = other_run_refusal(os.getcwd(), sys.argv)
@@ -108,7 +108,7 @@ if workflow.is_main_process:
         print(line, file=sys.stderr)
     # What the whole suite should take, said before it runs (`snakemake -n` too); a run
     # above an hour asks first in a terminal, elsewhere it needs BENCHFLOW_CONFIRMED=1
-    # (workflow/stages/plan_time.py).
+    # (workflow/planning/plan_time.py).
     try:
         PLAN_LINES, PLAN_REFUSAL = plan_check(SUITE, argv=sys.argv)
     except Refused as refusal:
@@ -123,7 +123,7 @@ if workflow.is_main_process:
 # profile's (rules/*.smk read SLURM_PARTITION; a rule's resource replaces the default).
 # What the run is missing is said once, here, before anything is submitted: an unset
 # BENCHFLOW_SLURM_ACCOUNT / _PARTITION, a GPU SKU without a gres
-# (workflow/stages/resources.py).
+# (workflow/planning/resources.py).
 SLURM_PARTITION = default_resource(workflow.resource_settings.default_resources,
                                    "slurm_partition")
 if workflow.is_main_process and slurm_in_use(workflow.resource_settings.default_resources,
@@ -145,7 +145,7 @@ IREE_COMPILER_VERSION, IREE_RUNTIME_VERSION = iree_builds()
 # timing slots, one per GPU that nvidia-smi or rocm-smi lists, else the suite's
 # cpu_slots (1 by default), unless --resources or a profile sets the limit (a SLURM
 # profile raises it: there each job gets its own GPU or node). A GPU SKU's batch holds
-# one slot and its cores (stages/slot_plan.py); a CPU SKU's holds every slot unless the
+# one slot and its cores (planning/slot_plan.py); a CPU SKU's holds every slot unless the
 # suite asks for several CPU slots; a job claims and pins to concrete slots itself.
 BENCH_SLOTS = slot_count(SUITE.config)
 if "bench_slot" not in workflow.global_resources:

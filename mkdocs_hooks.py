@@ -1,4 +1,4 @@
-"""MkDocs hook: a page's links into the repository's code (`../workflow/stages/keys.py`).
+"""MkDocs hook: a page's links into the repository's code (`../workflow/planning/keys.py`).
 
 MkDocs checks a page's links against docs/ alone, so in strict mode a link to a file of
 the repository outside docs/ fails the build, although it is right on GitHub and in

@@ -1,6 +1,6 @@
-# ab: interleaved A/B comparisons of SKU pairs (workflow/stages/ab.py): per workload the
+# ab: interleaved A/B comparisons of SKU pairs (workflow/comparisons/ab.py): per workload the
 # two SKUs' modules alternate, fresh invocation by invocation, in one job; then every
-# row into results/ab.json. Torch pairs (workflow/stages/ab_torch.py): per pair of torch
+# row into results/ab.json. Torch pairs (workflow/comparisons/ab_torch.py): per pair of torch
 # sides and workload, two long-lived workers alternate timed blocks in one job.
 import sys
 
@@ -14,10 +14,10 @@ from workflow.paths import (
     ab_row_paths,
     torch_ab_row_paths,
 )
-from workflow.stages.ab import ab_repair
-from workflow.stages.plan import ab_pair_plan, sku_settings, torch_ab_plan
-from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
-from workflow.stages.resources import (
+from workflow.comparisons.ab import ab_repair
+from workflow.planning.plan import ab_pair_plan, sku_settings, torch_ab_plan
+from workflow.planning.placement import slurm_constraint, slurm_gres, slurm_partition
+from workflow.planning.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
     ab_mem_mb,

@@ -2,7 +2,7 @@
 # Each selected file x SKU that can run here: compile its MLIR with the SKU's target flags
 # plus the file's flags, time it with its function, inputs and weights, then a case record
 # judged against the goldens. Selection: the suite's `benchmark_files`, selected as BENCH by
-# the Snakefile (workflow.stages.plan.attach_benchmark_files); its MLIR, weights, inputs and
+# the Snakefile (workflow.planning.plan.attach_benchmark_files); its MLIR, weights, inputs and
 # modules were found there (workflow.benchfile), so none of these inputs is missing.
 # The pairs that cannot run are skipped cases, recorded by the report rule. A GPU file (device
 # hip or cuda) on a GPU SKU of its backend (rocm, cuda) is compiled on any machine; where its
@@ -20,15 +20,15 @@ from workflow.paths import (
     BF_RUN_LOG,
     BF_RUN_TIMING,
 )
-from workflow.stages.plan import (
+from workflow.planning.plan import (
     bench_identity,
     bench_module_files,
     bench_provenance,
     case_golden_input,
     iree_automatic,
 )
-from workflow.stages.placement import slurm_constraint, slurm_gres, slurm_partition
-from workflow.stages.resources import (
+from workflow.planning.placement import slurm_constraint, slurm_gres, slurm_partition
+from workflow.planning.resources import (
     LOCAL_MEM_MB,
     LOCAL_RUNTIME_MIN,
     compile_runtime_min,
@@ -36,9 +36,9 @@ from workflow.stages.resources import (
     mem_request_mb,
     run_runtime_min,
 )
-from workflow.stages.sharktank import compile_flags as bench_compile_flags
-from workflow.stages.sharktank import data_files as bench_data_files
-from workflow.stages.sharktank import run_spec as bench_run_spec
+from workflow.jobs.sharktank import compile_flags as bench_compile_flags
+from workflow.jobs.sharktank import data_files as bench_data_files
+from workflow.jobs.sharktank import run_spec as bench_run_spec
 
 
 rule compile_bench_file:

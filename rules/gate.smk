@@ -7,7 +7,7 @@
 # checked before any job, by the Snakefile, and so is a missing goldens.dir when the gate
 # is among the run's targets.)
 from workflow.paths import GATE, GATE_LOG, REPORT
-from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.planning.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 # With goldens.remeasure_budget_s the gate measures inconclusive IREE cases again: then it
 # is a timing job (the bench slot and every core, see Snakefile), for that many seconds.

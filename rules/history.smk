@@ -7,8 +7,8 @@
 # no output: it outlives every run, as goldens do. A regression found here never fails the
 # job; `benchflow history detect` is the gate.
 from workflow.paths import HISTORY_HTML, HISTORY_JSON, HISTORY_LOG, REPORT
-from workflow.stages.plan import peak_input
-from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.planning.plan import peak_input
+from workflow.planning.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule history:

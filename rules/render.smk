@@ -2,7 +2,7 @@
 # format, each rebuilt only when the report (or the measured peak) changes. Every output
 # is wrapped in report() so that `snakemake --report report.zip` shows it with a caption.
 # One adapter, scripts/render.py, runs them all: it calls the function of
-# workflow.stages.render that has the rule's name.
+# workflow.commands.render that has the rule's name.
 from workflow.paths import (
     AB,
     DASHBOARD,
@@ -13,8 +13,8 @@ from workflow.paths import (
     REPORT_MD,
     render_log,
 )
-from workflow.stages.plan import peak_input
-from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.planning.plan import peak_input
+from workflow.planning.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 RENDER_CATEGORY = "Reports"
 

@@ -1,9 +1,9 @@
 # report: every case record -> results/report.json (schema-validated before writing); the
 # renders of the previous report are removed (paths.REPORT_DERIVED), so none shows an
 # older report, and a case whose record cannot be used is a failed case, measured again
-# by the next run (workflow/stages/report.py).
+# by the next run (workflow/commands/report.py).
 from workflow.paths import REPORT, REPORT_DAMAGED, REPORT_LOG, iree_batch_path, torch_batch_dir
-from workflow.stages.plan import (
+from workflow.planning.plan import (
     bench_case_paths,
     bench_skipped_plan,
     report_golden_inputs,
@@ -12,8 +12,8 @@ from workflow.stages.plan import (
     speedup_ab_rows,
     unsupported_plan,
 )
-from workflow.stages.report import damage_note
-from workflow.stages.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
+from workflow.commands.report import damage_note
+from workflow.planning.resources import LOCAL_MEM_MB, LOCAL_RUNTIME_MIN
 
 
 rule report:

@@ -2,21 +2,21 @@
 # recipe, in one worker: each case built and characterized once, then interleaved
 # invocations (backends/torch/worker.py).
 from workflow.paths import TORCH_BATCH_DIR, TORCH_BATCH_LOG, torch_batch_dir
-from workflow.stages.keys import without_placement
-from workflow.stages.plan import (
+from workflow.planning.keys import without_placement
+from workflow.planning.plan import (
     batch_repair,
     torch_batch_backends,
     torch_batch_content,
     torch_batch_plan,
 )
-from workflow.stages.placement import (
+from workflow.planning.placement import (
     slurm_constraint,
     slurm_cpus_per_gpu,
     slurm_gres,
     slurm_partition,
     slurm_timing_extra,
 )
-from workflow.stages.resources import (
+from workflow.planning.resources import (
     earlier_record,
     torch_batch_mem_mb,
     torch_batch_runtime_min,
@@ -32,10 +32,10 @@ rule run_torch:
         # Its cluster placement left out: moving it to another partition reruns nothing.
         sku=lambda wc: without_placement(SUITE.sku(wc.sku)),
         tolerances=SUITE.config["accuracy"],
-        # By content (stages/keys.py): the model sources, the recipes' code, the torch and
+        # By content (planning/keys.py): the model sources, the recipes' code, the torch and
         # torchao builds of the SKU's interpreter (its own torch.python included).
         content=lambda wc: torch_batch_content(SUITE, wc.sku, wc.batch),
-        # Set by the Snakefile when a case record no longer verifies (stages/plan.py's
+        # Set by the Snakefile when a case record no longer verifies (planning/plan.py's
         # verify_batches): the batch reruns once.
         repair=lambda wc: batch_repair(
             torch_batch_dir((wc.sku, wc.batch))),

@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `ab` -> workflow.stages.ab.aggregate.
-from workflow.stages.ab import aggregate
-from workflow.stages.job import end_quietly_on_ctrl_c
+# Adapter: Snakemake rule `ab` -> workflow.comparisons.ab.aggregate.
+from workflow.comparisons.ab import aggregate
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `ab_pair` -> workflow.stages.ab.compare_pair.
-from workflow.stages.ab import compare_pair
-from workflow.stages.job import end_quietly_on_ctrl_c
+# Adapter: Snakemake rule `ab_pair` -> workflow.comparisons.ab.compare_pair.
+from workflow.comparisons.ab import compare_pair
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `ab_torch_pair` -> workflow.stages.ab_torch.compare_torch_pair.
-from workflow.stages.ab_torch import compare_torch_pair
-from workflow.stages.job import end_quietly_on_ctrl_c
+# Adapter: Snakemake rule `ab_torch_pair` -> workflow.comparisons.ab_torch.compare_torch_pair.
+from workflow.comparisons.ab_torch import compare_torch_pair
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

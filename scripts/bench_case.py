@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `case_bench_file` -> workflow.stages.cases.case_benchmark_file.
-from workflow.stages.cases import case_benchmark_file
-from workflow.stages.job import end_quietly_on_ctrl_c
+# Adapter: Snakemake rule `case_bench_file` -> workflow.jobs.cases.case_benchmark_file.
+from workflow.jobs.cases import case_benchmark_file
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `compile_bench_file` -> workflow.stages.iree.compile_module.
-from workflow.stages.iree import compile_module
-from workflow.stages.job import end_quietly_on_ctrl_c
+# Adapter: Snakemake rule `compile_bench_file` -> workflow.jobs.iree.compile_module.
+from workflow.jobs.iree import compile_module
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

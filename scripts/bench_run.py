@@ -1,6 +1,6 @@
-# Adapter: Snakemake rule `run_bench_file` -> workflow.stages.sharktank.run_benchmark_file.
-from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.sharktank import run_benchmark_file
+# Adapter: Snakemake rule `run_bench_file` -> workflow.jobs.sharktank.run_benchmark_file.
+from workflow.jobs.job import end_quietly_on_ctrl_c
+from workflow.jobs.sharktank import run_benchmark_file
 
 end_quietly_on_ctrl_c()
 

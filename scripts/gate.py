@@ -1,7 +1,7 @@
-# Adapter: Snakemake rule `gate` -> workflow.stages.remeasure.run_gate_rule (fails when a
+# Adapter: Snakemake rule `gate` -> workflow.gating.remeasure.run_gate_rule (fails when a
 # case regressed or could not be judged, or the goldens directory does not exist).
-from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.remeasure import run_gate_rule
+from workflow.gating.remeasure import run_gate_rule
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

@@ -1,9 +1,9 @@
-# Adapter: Snakemake rule `history` -> workflow.stages.history.history_job; what it prints
+# Adapter: Snakemake rule `history` -> workflow.commands.history.history_job; what it prints
 # goes to the rule's log.
 import contextlib
 
-from workflow.stages.history import history_job
-from workflow.stages.job import end_quietly_on_ctrl_c
+from workflow.commands.history import history_job
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

@@ -1,8 +1,8 @@
-# Adapter: Snakemake rule `iree_batch` -> workflow.stages.iree_batch.batch_job.
-from workflow.stages.iree_batch import batch_job
-from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.slot_plan import on_gpu, timing_slot
-from workflow.stages.targets import time_targets
+# Adapter: Snakemake rule `iree_batch` -> workflow.jobs.iree_batch.batch_job.
+from workflow.jobs.iree_batch import batch_job
+from workflow.jobs.job import end_quietly_on_ctrl_c
+from workflow.planning.slot_plan import on_gpu, timing_slot
+from workflow.planning.targets import time_targets
 
 end_quietly_on_ctrl_c()
 

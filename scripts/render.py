@@ -1,10 +1,10 @@
 # Adapter: the Snakemake rules `measure_peak` and `render_*` (rules/render.smk) ->
-# workflow.stages.render.<the rule's name>, with the rule's `report` and `peak` inputs
+# workflow.commands.render.<the rule's name>, with the rule's `report` and `peak` inputs
 # and its one output; everything the function prints goes to the rule's log.
 import contextlib
 
-from workflow.stages import render
-from workflow.stages.job import end_quietly_on_ctrl_c
+from workflow.commands import render
+from workflow.jobs.job import end_quietly_on_ctrl_c
 
 end_quietly_on_ctrl_c()
 

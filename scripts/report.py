@@ -1,10 +1,10 @@
-# Adapter: Snakemake rule `report` -> workflow.stages.report.aggregate; what it prints (a
+# Adapter: Snakemake rule `report` -> workflow.commands.report.aggregate; what it prints (a
 # line per case whose record could not be used) goes to the rule's log.
 import contextlib
 
+from workflow.commands.report import aggregate
+from workflow.jobs.job import end_quietly_on_ctrl_c
 from workflow.paths import REPORT_DAMAGED, REPORT_DERIVED
-from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.report import aggregate
 
 end_quietly_on_ctrl_c()
 

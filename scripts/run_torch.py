@@ -1,10 +1,10 @@
-# Adapter: Snakemake rule `run_torch` -> workflow.stages.torch.run_torch_batch.
+# Adapter: Snakemake rule `run_torch` -> workflow.jobs.torch.run_torch_batch.
 import sys
 
-from workflow.stages.job import end_quietly_on_ctrl_c
-from workflow.stages.slot_plan import on_gpu, timing_slot
-from workflow.stages.targets import time_targets
-from workflow.stages.torch import printable_line, run_torch_batch
+from workflow.jobs.job import end_quietly_on_ctrl_c
+from workflow.jobs.torch import printable_line, run_torch_batch
+from workflow.planning.slot_plan import on_gpu, timing_slot
+from workflow.planning.targets import time_targets
 
 end_quietly_on_ctrl_c()
 

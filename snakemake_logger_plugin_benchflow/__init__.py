@@ -1,6 +1,6 @@
 """benchflow's Snakemake logger plugin: `snakemake --logger benchflow` (Makefile, profiles).
 
-An adapter: it turns Snakemake's log records into calls of workflow.stages.progress's
+An adapter: it turns Snakemake's log records into calls of workflow.commands.progress's
 `Progress` and prints the events it returns (render/progress.py says what they are).
 Snakemake finds it by its module name's prefix, snakemake_logger_plugin_.
 
@@ -50,10 +50,10 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
 from snakemake_logger_plugin_benchflow.config_args import is_snakemake_cli, refuse_bad_config
+from workflow.commands.progress import Progress
+from workflow.commands.progress_text import summary_lines
 from workflow.render.progress import ab_text, case_text, eta_text
 from workflow.render.text import printable
-from workflow.stages.progress import Progress
-from workflow.stages.progress_text import summary_lines
 
 # Snakemake imports this plugin while it builds its argument parser, before it parses
 # --config: an override it would refuse with a traceback is refused here in one line.
@@ -197,7 +197,7 @@ class LogHandler(LogHandlerBase):
         p, get = self.progress, record.__dict__.get
         if event == LogEvent.WORKFLOW_STARTED:
             # Where the workflow runs: Snakemake is in that directory from the Snakefile's
-            # `workdir:` (a suite in runs/<name>/, stages/suite_dir.py) or --directory
+            # `workdir:` (a suite in runs/<name>/, planning/suite_dir.py) or --directory
             # until the run ends, and its outputs are relative to it; the report files are
             # named from where the command was typed (self.typed_in).
             self.started = True

@@ -13,7 +13,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
-# A run whose plan is estimated above an hour asks first (stages/plan_time.py); the
+# A run whose plan is estimated above an hour asks first (planning/plan_time.py); the
 # estimate scales with the matmul peak measured at that moment, which a loaded test
 # machine puts low, so a test's small suite must never wait on that question. The tests
 # of the question itself (tests/test_plan_time.py) take this variable out of their env.

@@ -16,13 +16,13 @@ import os
 import pytest
 
 from tests.conftest import snakemake, write_suite
+from workflow.comparisons.ab import ab_damage, ab_repair, aggregate
 from workflow.errors import ConfigError
+from workflow.gating import gates
 from workflow.paths import AB, AB_ROW
 from workflow.records.ab import check_ab
 from workflow.records.storage import read_json, write_json
 from workflow.render import ab as ab_render
-from workflow.stages import gates
-from workflow.stages.ab import ab_damage, ab_repair, aggregate
 
 WORKLOAD = "linear-128x256x256-f32"
 PAIRS = (("host", "host-again"), ("host", "generic"))

@@ -140,7 +140,7 @@ def test_a_torch_row_validates_and_renders_its_sides_and_protocol():
 
 
 def serve_plan(tmp_path, block_s: float) -> dict:
-    from workflow.stages.plan import torch_ab_plan
+    from workflow.planning.plan import torch_ab_plan
 
     suite = load_suite(tmp_path, [{"base": side("a", W_SMALL), "new": side("a-again", W_SMALL)}])
     pair = torch_ab_plan(suite, *next(iter(suite.torch_ab_pairs)))
@@ -167,7 +167,7 @@ def test_serve_prepares_once_then_times_one_block_per_command(tmp_path, capsys):
 
 @pytest.mark.tool
 def test_a_side_whose_worker_cannot_start_is_a_failed_row_naming_it(tmp_path):
-    from workflow.stages.ab_torch import compare_torch_pair
+    from workflow.comparisons.ab_torch import compare_torch_pair
 
     pair, _ = serve_plan(tmp_path, block_s=0.05)
     pair["new"]["sku"]["torch"]["python"] = "/bin/false"   # a worker that exits at once
@@ -249,7 +249,7 @@ def test_a_recipe_pair_makes_the_report_wait_for_its_row_and_pairs_its_speedup(t
     """A pair of a recipe against its baseline measures the report's vs_baseline speedup:
     the report rule takes its row as an input (a dry run plans the pair before the
     report), and collect_cases replaces the cross-run ratio with the row's."""
-    from workflow.stages import report as report_stage
+    from workflow.commands import report as report_stage
 
     cfg = torch_suite([{"base": side("a", W_SMALL), "new": side("a", W_SMALL, recipe="int8wo")},
                        {"base": side("a", W_SMALL), "new": side("a-again", W_SMALL)}])

@@ -183,7 +183,7 @@ def test_benchflow_runs_line_shows_the_figure_that_judged_the_case():
 
 
 def test_an_sqnr_threshold_is_no_part_of_an_iree_cases_key():
-    from workflow.stages.keys import dtype_tolerances
+    from workflow.planning.keys import dtype_tolerances
 
     plain, lowered = accuracy_config(), accuracy_config(min_sqnr_db=10)
     assert dtype_tolerances(plain) == dtype_tolerances(lowered) != {}

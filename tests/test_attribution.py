@@ -295,7 +295,7 @@ def test_a_torch_case_is_not_told_about_iree_versions():
 
 
 def test_a_torch_pairs_sides_differ_by_backend_and_recipe():
-    """A torch A/B pair's sides (stages/ab_torch.torch_row_attribution): one workload,
+    """A torch A/B pair's sides (comparisons/ab_torch.torch_row_attribution): one workload,
     what differs is the backend or the recipe."""
     base = {"sku": "a", "backend": "torch-eager", "recipe": "baseline",
             "provenance": {"torch_threads": 1}}

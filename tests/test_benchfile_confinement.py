@@ -443,7 +443,7 @@ def test_a_flag_that_runs_a_program_is_refused_before_anything_runs(tmp_path, mo
     from workflow.backends.iree.tools import compile_flags as sku_flags
     from workflow.benchfile.flags import INPUT_TYPE
     from workflow.cli.main import main
-    from workflow.stages.iree import compile_module
+    from workflow.jobs.iree import compile_module
 
     monkeypatch.chdir(tmp_path)
     marker, script = tmp_path / "marker", tmp_path / "bench" / "m" / "x.sh"
@@ -543,7 +543,7 @@ def test_a_malformed_mlir_in_the_tree_is_not_copied_into_the_record(tmp_path):
     record's error keeps the tool's diagnostic (`file:1:1: error: ...`), which may name a
     token of the file, and drops the quoted line (kept in the stage's log only)."""
     from workflow.benchfile.flags import compile_flags
-    from workflow.stages.iree import compile_module
+    from workflow.jobs.iree import compile_module
 
     pytest.importorskip("iree.compiler")
     config = suite(make(tmp_path, {"files": {"bench/m/model.mlir": SECRET + "\n"}}))
@@ -568,8 +568,8 @@ def test_a_malformed_input_in_the_tree_is_not_copied_into_the_record(tmp_path):
     import struct
 
     from workflow.benchfile.flags import compile_flags, run_spec
-    from workflow.stages.iree import compile_module
-    from workflow.stages.sharktank import run_benchmark_file
+    from workflow.jobs.iree import compile_module
+    from workflow.jobs.sharktank import run_benchmark_file
 
     pytest.importorskip("iree.runtime")
     tool_path("iree-benchmark-module")

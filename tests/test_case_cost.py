@@ -14,8 +14,8 @@ import torch
 from tests.conftest import tiny_suite, write_suite
 from tests.test_torch_bench import plan_of, suite_for
 from workflow.backends.torch.worker import measure_case
-from workflow.stages import torch as torch_stage
-from workflow.stages.targets import GOLDEN_SOURCE, time_targets, with_target
+from workflow.jobs import torch as torch_stage
+from workflow.planning.targets import GOLDEN_SOURCE, time_targets, with_target
 from workflow.suite.load import load
 
 LINEAR = [{"model": "linear", "shapes": [[16, 64, 64]]}]

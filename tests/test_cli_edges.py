@@ -26,11 +26,11 @@ from tests.test_goldens import BASE, make_case, make_report
 from workflow.benchfile.resolve import OUTSIDE
 from workflow.cli.main import PIPE_CLOSED, main
 from workflow.paths import SUITE_MARKER
+from workflow.planning.plan import Refused, load_suite
 from workflow.records.storage import write_json
 from workflow.regression import compare
 from workflow.render import ab as ab_render
 from workflow.render import markdown
-from workflow.stages.plan import Refused, load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 CID = "host/iree/a-f32/baseline"
@@ -309,9 +309,9 @@ def test_edge(case_id, description, how, expected, tmp_path, capsys, monkeypatch
 
 
 def test_report_md_of_a_failing_case_holds_no_markup(tmp_path):
-    """results/report.md as the render_markdown rule writes it (stages/render.py), for a
+    """results/report.md as the render_markdown rule writes it (commands/render.py), for a
     case whose tool failed with HTML in its message, and a failed A/B pair likewise."""
-    from workflow.stages.render import render_markdown
+    from workflow.commands.render import render_markdown
 
     report = _report(tmp_path, make_case(CID, BASE, status="failed",
                                          error=f"boom\n{SCRIPT}\nerror: {IMG} | x"))

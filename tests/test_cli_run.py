@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import REPO, tiny_suite, write_suite
 from workflow.cli.main import build_parser, main
 from workflow.cli.run import parse_dtype, summary_line
+from workflow.commands.single_run import plan_run
 from workflow.errors import ConfigError
-from workflow.stages.single_run import plan_run
 
 
 def run_args(*argv: str):

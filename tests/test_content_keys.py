@@ -1,6 +1,6 @@
 """Content-addressed reuse, end to end: a result is reused only when what it was made
-from is unchanged, by content (stages/keys.py), and only when its files still verify
-(stages/iree_batch.reuse_problem); everything else is measured again, saying why."""
+from is unchanged, by content (planning/keys.py), and only when its files still verify
+(jobs/iree_batch.reuse_problem); everything else is measured again, saying why."""
 
 from __future__ import annotations
 

@@ -189,7 +189,7 @@ def test_check_measures_again_no_case_whose_level_moved():
     """Its run's level, not its invocations, is what could not be judged: more of them
     cannot tell the machine from the code. Each says so (NOT REMEASURED), as
     docs/goldens.md promises of every case not measured again."""
-    from workflow.stages.remeasure import NotFeasible, remeasure_inconclusive
+    from workflow.gating.remeasure import NotFeasible, remeasure_inconclusive
 
     def invoke(argv):
         raise NotFeasible("not measured in this test")

@@ -137,7 +137,7 @@ def test_a_compiler_or_torch_upgrade_reruns_every_batch(
     for dist in ("iree-base-compiler", "torch"):
         dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
                         env=fake_version(tmp_path, dist, "99.0.0"))
-        # Every batch reruns; in it, every case's key changes (stages/iree.job_key) and
+        # Every batch reruns; in it, every case's key changes (jobs/iree.job_key) and
         # so does every export's (the FX importer ships in iree-base-compiler).
         assert job_counts(dry)["iree_batch"] == 2, dry.stdout
 

@@ -145,7 +145,7 @@ def test_interval_noise_is_the_half_width_toward_no_change():
 
 
 def test_an_ab_row_says_the_dispatches_and_the_skus_flags(tmp_path):
-    from workflow.stages.ab import row_attribution
+    from workflow.comparisons.ab import row_attribution
 
     suite = tmp_path / "suite.yaml"
     suite.write_text(

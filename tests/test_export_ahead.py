@@ -1,5 +1,5 @@
 """An IREE batch makes the exports it needs several at a time before it measures any case
-(stages/iree_batch.export_ahead): on the H100 one after another they were most of a GPU
+(jobs/iree_batch.export_ahead): on the H100 one after another they were most of a GPU
 batch's time (11-18 s each)."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, tiny_suite, write_suite
+from workflow.jobs.iree_batch import batch_job
 from workflow.paths import (
     EXPORT_META,
     IREE_BASELINE_RUN_TIMING,
     IREE_CASE_LOG,
     iree_batch_path,
 )
-from workflow.stages import keys, resources
-from workflow.stages.iree_batch import batch_job
-from workflow.stages.plan import iree_batch_plan
+from workflow.planning import keys, resources
+from workflow.planning.plan import iree_batch_plan
 from workflow.suite.load import Workload, load
 
 WORKLOADS = [{"model": "linear", "shapes": [[8, 16, 16]]}, {"model": "crashing_model"}]
@@ -86,9 +86,9 @@ def test_an_interrupted_batch_keeps_the_members_it_measured(tmp_path, monkeypatc
     are kept as members (the rerun reuses them), as a batch that finished keeps them;
     with no context, so that the rerun is never taken for a forced one. Each is on disk
     before the next starts, so a SIGKILL (nothing runs on the way out) keeps them too."""
+    from workflow.jobs import iree_batch
+    from workflow.planning.members import members_path, read_members
     from workflow.records.storage import write_json
-    from workflow.stages import iree_batch
-    from workflow.stages.members import members_path, read_members
 
     monkeypatch.chdir(tmp_path)
     cfg = tiny_suite(workloads=[{"model": "linear", "shapes": [[8, 16, 16], [8, 32, 16]]}])

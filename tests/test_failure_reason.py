@@ -13,12 +13,12 @@ import pytest
 from tests.conftest import DATA, tiny_suite, write_suite
 from workflow.backends.proc import failure_text, first_lines
 from workflow.errors import failure_reason
+from workflow.jobs.iree_batch import batch_job
 from workflow.paths import iree_batch_path
+from workflow.planning import keys
+from workflow.planning.plan import iree_batch_plan
 from workflow.render import common as c
 from workflow.render import html, markdown
-from workflow.stages import keys
-from workflow.stages.iree_batch import batch_job
-from workflow.stages.plan import iree_batch_plan
 from workflow.suite.load import load
 
 TRACEBACK = """\

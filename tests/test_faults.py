@@ -366,7 +366,7 @@ def _export_paths(out: Path) -> dict:
 def _export_into(tmp_path: Path, out: Path):
     """The export stage of linear [4, 256, 256], its files in `out`, its meta and log in
     tmp_path; returns the stage result and the files' paths."""
-    from workflow.stages.iree import export
+    from workflow.jobs.iree import export
 
     suite = _linear_suite(tmp_path)
     (case,) = [c for cases in suite.iree_batches.values() for c in cases]
@@ -431,8 +431,8 @@ def _efbig_export(tmp_path, monkeypatch):
 
 
 def _enospc_trace(tmp_path, monkeypatch):
-    from workflow.stages.plan import torch_batch_plan
-    from workflow.stages.torch import run_pass
+    from workflow.jobs.torch import run_pass
+    from workflow.planning.plan import torch_batch_plan
 
     suite = _linear_suite(tmp_path, profiler=True, backends=["torch-eager"])
     cases = torch_batch_plan(suite, "host", next(iter(suite.torch_batches))[-1])
@@ -559,7 +559,7 @@ def test_concurrent_runs_keep_every_record_and_share_the_cache(tmp_path):
 def test_a_run_lock_held_too_long_is_a_named_timeout(tmp_path):
     import fcntl
 
-    from workflow.stages.single_run import RUN_LOCK, workdir_lock
+    from workflow.commands.single_run import RUN_LOCK, workdir_lock
 
     with open(tmp_path / RUN_LOCK, "a") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)

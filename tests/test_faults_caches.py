@@ -155,10 +155,10 @@ def test_a_pip_timeout_that_is_no_number_is_refused(monkeypatch):
     assert "BENCHFLOW_PIP_TIMEOUT_S='soon': expected a number of seconds" in str(err.value)
 
 
-# A job script as scripts/*.py starts (stages/job.py), then a write onto the full tmpfs.
+# A job script as scripts/*.py starts (jobs/job.py), then a write onto the full tmpfs.
 JOB = textwrap.dedent("""
     import sys
-    from workflow.stages.job import end_quietly_on_ctrl_c
+    from workflow.jobs.job import end_quietly_on_ctrl_c
     from workflow.records.storage import write_json
 
     end_quietly_on_ctrl_c()
@@ -201,8 +201,8 @@ def test_a_bug_in_a_job_keeps_its_traceback(tmp_path):
 
 
 def test_a_misspelt_goldens_dir_is_refused_before_any_job(tmp_path, monkeypatch):
-    from workflow.stages.plan import Refused, load_suite
-    from workflow.stages.validate import check_file
+    from workflow.commands.validate import check_file
+    from workflow.planning.plan import Refused, load_suite
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "goldens").mkdir()
@@ -236,7 +236,7 @@ def test_a_misspelt_goldens_dir_is_refused_before_any_job(tmp_path, monkeypatch)
 def test_a_nested_config_value_is_read_as_yaml(tmp_path):
     from snakemake.cli import parse_config
 
-    from workflow.stages.plan import Refused, load_suite
+    from workflow.planning.plan import Refused, load_suite
 
     suite = str(write_suite(tmp_path / "suite.yaml", tiny_suite()))
     # Snakemake's own parsing of the command line's entries: nested scalars are strings.
@@ -281,8 +281,8 @@ CHATTY = textwrap.dedent('''
 @pytest.mark.tool
 def test_a_model_that_prints_without_end_gets_a_capped_log(tmp_path, monkeypatch):
     from tests.test_torch_bench import MEASURE, plan_of
+    from workflow.jobs.torch import run_pass
     from workflow.records.case import torch_provenance
-    from workflow.stages.torch import run_pass
     from workflow.suite.load import load
 
     monkeypatch.setenv("BENCHFLOW_LOG_CAP_MIB", "0.25")
@@ -420,8 +420,8 @@ NONE_MODEL = textwrap.dedent('''
 @pytest.mark.tool
 def test_a_torch_ab_pair_of_a_model_returning_none_is_a_failed_row(tmp_path):
     from tests.test_ab_torch import side, torch_sku
-    from workflow.stages.ab_torch import compare_torch_pair
-    from workflow.stages.plan import torch_ab_plan
+    from workflow.comparisons.ab_torch import compare_torch_pair
+    from workflow.planning.plan import torch_ab_plan
     from workflow.suite.load import load
 
     (tmp_path / "none_models.py").write_text(NONE_MODEL)
@@ -470,8 +470,8 @@ def test_a_full_disk_under_a_re_measure_is_said_to_be_the_machines(tmp_path, mon
                                                                    capsys):
     from workflow.backends.proc import run_tool
     from workflow.cli.main import main
+    from workflow.gating import remeasure
     from workflow.measure.protocol import Observation
-    from workflow.stages import remeasure
 
     with small_fs(tmp_path / "mnt", "full", None) as full:
         def invocation(argv, timeout, log, m, layout=None):

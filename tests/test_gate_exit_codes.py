@@ -17,12 +17,12 @@ from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from tests.test_goldens import BASE, PASSED, REGRESSED, make_case, make_report
 from workflow.cli.main import main
 from workflow.cli.options import EXIT_CODES
+from workflow.comparisons.ab import aggregate
 from workflow.errors import ConfigError
+from workflow.gating import gates, remeasure
 from workflow.measure.protocol import Observation
 from workflow.records.storage import write_json
 from workflow.regression import gate
-from workflow.stages import gates, remeasure
-from workflow.stages.ab import aggregate
 
 INCONCLUSIVE = {"verdict": "inconclusive", "ratio": 1.2, "p_value": 0.2, "tolerance": 1.1,
                 "dispatch_verdict": "pass", "size_verdict": "pass", "source": "g/host.json",

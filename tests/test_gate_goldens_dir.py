@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import snakemake, tiny_suite, write_suite
 from workflow.cli.main import main
 from workflow.cli.options import EXIT_CODES
+from workflow.jobs import job
+from workflow.planning.plan import gate_goldens_problems, gate_in_targets, load_suite
 from workflow.regression.gate import BAD_INPUT, GateFailed
-from workflow.stages import job
-from workflow.stages.plan import gate_goldens_problems, gate_in_targets, load_suite
 
 TYPO = "goldenz-typo"
 MISSING = f"goldens.dir: {TYPO}: no such directory"

@@ -18,12 +18,12 @@ from tests.conftest import FAST_MEASUREMENT, write_suite
 from tests.test_gpu_targets import has_gpu
 from workflow.backends.iree import gpu_chip, tools
 from workflow.errors import ConfigError
+from workflow.jobs.iree import case_job
+from workflow.jobs.iree_batch import batch_job
 from workflow.paths import iree_batch_path
+from workflow.planning import keys
+from workflow.planning.plan import iree_batch_plan
 from workflow.render import dashboard
-from workflow.stages import keys
-from workflow.stages.iree import case_job
-from workflow.stages.iree_batch import batch_job
-from workflow.stages.plan import iree_batch_plan
 from workflow.stats.enums import Status
 from workflow.suite.load import load
 from workflow.suite.schema import validate_suite

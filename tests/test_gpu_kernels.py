@@ -1,6 +1,6 @@
 """Per-kernel GPU attribution (issue 35): an IREE CUDA case's kernels timed by Nsight
 Systems and joined to its dispatch functions (backends/iree/gpu_kernels.py, wired in
-stages/kernels.py), and a torch CUDA case's kernels with the ops that launched them
+jobs/kernels.py), and a torch CUDA case's kernels with the ops that launched them
 (backends/torch/ops_profile.kernel_rows). No GPU here: nsys's documented CSV in
 tests/data/gpu_kernels/, a stand-in `nsys` first on PATH, and events shaped as
 torch.profiler's FunctionEvent."""
@@ -18,9 +18,9 @@ import pytest
 from workflow.backends.iree import gpu_kernels, profile
 from workflow.backends.iree.tools import benchmark_argv
 from workflow.backends.torch.ops_profile import kernel_rows, op_rows, profile_ops
+from workflow.jobs.kernels import profiled_kernels
 from workflow.records import schemas
 from workflow.records.kernels import kernels_section
-from workflow.stages.kernels import profiled_kernels
 
 DATA = Path(__file__).parent / "data" / "gpu_kernels"
 TABLE = DATA / "ln_linear_gelu.cuda_gpu_kern_sum.csv"

@@ -24,16 +24,16 @@ from workflow.benchfile.flags import run_spec
 from workflow.benchfile.select import select
 from workflow.cli.main import main
 from workflow.errors import ConfigError
+from workflow.jobs.cases import case_benchmark_file
+from workflow.jobs.iree import compile_module
+from workflow.jobs.sharktank import run_benchmark_file
+from workflow.planning.plan import bench_identity, bench_provenance
 from workflow.records.case import assemble
 from workflow.records.report import build_report, validate_report
 from workflow.records.stage import NO_DEVICE, StageResult
 from workflow.regression import gate
 from workflow.regression.gate import golden_section
 from workflow.render import common, coverage, csv_report, dashboard, html, markdown
-from workflow.stages.cases import case_benchmark_file
-from workflow.stages.iree import compile_module
-from workflow.stages.plan import bench_identity, bench_provenance
-from workflow.stages.sharktank import run_benchmark_file
 from workflow.stats.enums import Status
 from workflow.suite.load import load
 from workflow.suite.schema import validate_suite

@@ -26,10 +26,10 @@ from tests.conftest import FAST_MEASUREMENT, write_suite
 from tests.test_gpu_kernels import DATA, MATMUL_KERNEL, STATISTICS, TABLE, M, _cuda_argv
 from tests.test_gpu_targets import has_gpu
 from workflow.backends.iree import gpu_chip, host_cpu
+from workflow.comparisons.ab import compare_pair
+from workflow.jobs.kernels import profiled_kernels
+from workflow.planning import keys, plan
 from workflow.records.stage import ERROR_CHARS, StageResult
-from workflow.stages import keys, plan
-from workflow.stages.ab import compare_pair
-from workflow.stages.kernels import profiled_kernels
 from workflow.suite.load import load
 
 A100 = "NVIDIA A100-SXM4-80GB, 8.0"

@@ -1,4 +1,4 @@
-"""The IREE measurement protocol (workflow.stages.iree.measure) on canned
+"""The IREE measurement protocol (workflow.jobs.iree.measure) on canned
 iree-benchmark-module runs: what each timing field means."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workflow.backends.iree.tools import BenchmarkRun
-from workflow.stages import iree as stage
+from workflow.jobs import iree as stage
 
 M = {"invocations": 3, "max_invocations": 3, "repetitions": 3, "min_warmup_time_s": 0.0,
      "min_time_s": 0.01,
@@ -107,7 +107,7 @@ def test_fixed_invocations_below_six_have_no_95_percent_interval(monkeypatch):
 
 def test_content_keys_follow_what_decides_a_result(monkeypatch):
     from workflow.backends import builds
-    from workflow.stages import keys
+    from workflow.planning import keys
 
     spec = {"model": "linear", "shape": [1, 2, 3], "dtype": "f32"}
     case = {"spec": spec, "identity": {"id": "host/iree/w/baseline"}}

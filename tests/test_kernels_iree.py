@@ -1,5 +1,5 @@
 """An IREE case's `kernels` (issue 25): one profiling invocation after the timed ones
-(stages/kernels.py), a compile-only case's dispatch list from the compiler's CSV
+(jobs/kernels.py), a compile-only case's dispatch list from the compiler's CSV
 statistics, and the record's rows capped (records/kernels.py)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from tests.conftest import FAST_MEASUREMENT, snakemake, tiny_suite, write_suite
 from workflow.backends.iree import profile
 from workflow.backends.iree.tools import BenchmarkRun
 from workflow.errors import StageError
+from workflow.jobs import iree as stage
 from workflow.records.case import assemble
 from workflow.records.kernels import TOP, capped_rows, kernels_section
 from workflow.records.report import case_problem
 from workflow.records.stage import StageResult
-from workflow.stages import iree as stage
 from workflow.stats.enums import Status
 
 # --- rows capped ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from tests.test_gpu_kernels import DATA, TABLE, M, _cuda_argv, _dispatches
 from workflow.backends.iree import gpu_kernels
 from workflow.backends.iree.gpu_kernels import benchmark_json
 from workflow.backends.iree.profile import call_ms
-from workflow.stages.kernels import profiled_kernels
+from workflow.jobs.kernels import profiled_kernels
 
 BENCH_JSON = Path(__file__).resolve().parent / "data" / "iree_benchmark_module.json"
 # What nsys itself prints around the program's output (Nsight Systems 2024).

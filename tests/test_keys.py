@@ -1,4 +1,4 @@
-"""Content keys and file fingerprints (stages/keys.py, records/storage.py): unit tests."""
+"""Content keys and file fingerprints (planning/keys.py, records/storage.py): unit tests."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import json
 import os
 
 from workflow.backends.builds import file_build, package_build, tool_build
+from workflow.jobs import iree, iree_batch
 from workflow.models.registry import load_model_files, model_sources
+from workflow.planning import keys
 from workflow.records.storage import fingerprint, fingerprint_problem
-from workflow.stages import iree, iree_batch, keys
 
 MODEL = '''
 from workflow.models.common import finish, seeded
@@ -134,7 +135,7 @@ def test_the_compile_flag_opt_in_and_the_description_are_not_results():
     """Whether a SKU may pass unlisted compile flags decides only whether the suite is
     accepted: adding the opt-in (or rewording the description) keeps every key; a flag
     itself changes it."""
-    from workflow.stages.plan import sku_settings
+    from workflow.planning.plan import sku_settings
     from workflow.suite.load import load
 
     sku = {"iree": {"target_cpu": "host", "compile_flags": ["--iree-opt-level=O2"]},
@@ -145,7 +146,7 @@ def test_the_compile_flag_opt_in_and_the_description_are_not_results():
     assert keys.sku_settings(opted) == keys.sku_settings(sku)
     assert keys.sku_settings(flagged) != keys.sku_settings(sku)
     assert sku["iree"] == keys.sku_settings(sku)["iree"]  # nothing else is dropped
-    # The rule param (stages/plan.sku_settings) is the same function on a loaded suite.
+    # The rule param (planning/plan.sku_settings) is the same function on a loaded suite.
     suite = load(["config/config.yaml"])
     name = next(iter(suite.config["skus"]))
     assert sku_settings(suite, name) == keys.sku_settings(suite.config["skus"][name])

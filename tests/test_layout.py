@@ -13,7 +13,11 @@ PKG = Path(__file__).resolve().parent.parent / "workflow"
 LAYERS = [
     ("cli",),
     ("bisect",),
-    ("stages",),
+    ("commands", "gating"),
+    ("baselines",),
+    ("comparisons",),
+    ("jobs",),
+    ("planning",),
     ("history",),
     ("regression",),
     ("suite", "render", "benchfile"),
@@ -27,6 +31,8 @@ LAYERS = [
     ("errors", "paths", "schemas"),
 ]
 RANK = {name: len(LAYERS) - i for i, names in enumerate(LAYERS) for name in names}
+# The rooms of what was stages/: what the Snakefile, rules and scripts may import.
+STAGE_ROOMS = ("commands", "gating", "baselines", "comparisons", "jobs", "planning")
 MAX_LOOSE = 8
 
 
@@ -198,25 +204,26 @@ def test_only_backends_proc_starts_processes():
     assert not wrong, "subprocess outside backends/proc.py:\n" + "\n".join(wrong)
 
 
-def test_rules_and_scripts_import_only_stages_and_paths():
-    """A rule says what is built from what; how lives in stages (DESIGN.md, Rooms): the
-    Snakefile, rules and scripts reach the package only through workflow.stages and
-    workflow.paths."""
+def test_rules_and_scripts_import_only_stage_rooms_and_paths():
+    """A rule says what is built from what; how lives in the stage rooms (DESIGN.md,
+    Rooms): the Snakefile, rules and scripts reach the package only through the stage
+    rooms and workflow.paths, never a lower package directly."""
     repo = PKG.parent
+    allowed = {f"workflow.{room}" for room in STAGE_ROOMS} | {"workflow.paths"}
     wrong = []
     for path in [repo / "Snakefile", *sorted((repo / "rules").glob("*.smk")),
                  *sorted((repo / "scripts").glob("*.py"))]:
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             found = re.match(r"\s*(?:from|import)\s+(workflow(?:\.\w+)?)", line)
-            if found and found.group(1) not in ("workflow.stages", "workflow.paths"):
+            if found and found.group(1) not in allowed:
                 wrong.append(f"{path.relative_to(repo)}:{lineno}: {line.strip()}")
-    assert not wrong, "imports past stages/ and paths:\n" + "\n".join(wrong)
+    assert not wrong, "imports past the stage rooms and paths:\n" + "\n".join(wrong)
 
 
 def test_one_measurement_loop():
     """issue 22: the protocol is measure/'s alone. Elsewhere no module judges a
     sequential plan, applies the noisy rule or writes a loop of timed invocations; a
-    runner only makes one invocation (stages: iree_invocation, the torch worker's pass,
+    runner only makes one invocation (jobs: iree_invocation, the torch worker's pass,
     the torch A/B worker's block)."""
     own = {"measure", "stats"}
     wrong = []
@@ -229,7 +236,7 @@ def test_one_measurement_loop():
                         r"\bis_noisy\(", r"\[\s*\w*invoke\w*\([^)]*\)\s+for\s"):
             for m in re.finditer(pattern, text):
                 line = text.count("\n", 0, m.start()) + 1
-                if pattern == r"\bis_noisy\(" and rel.as_posix() == "stages/remeasure.py":
+                if pattern == r"\bis_noisy\(" and rel.as_posix() == "gating/remeasure.py":
                     continue  # the noisy flag of re-measured medians, not a rerun rule
                 wrong.append(f"workflow/{rel}:{line}: {m.group(0)!r}")
     assert not wrong, "measurement protocol outside workflow/measure:\n" + "\n".join(wrong)

@@ -1,4 +1,4 @@
-"""Snakemake profile values that make no sense (workflow/stages/profile_check.py): each
+"""Snakemake profile values that make no sense (workflow/planning/profile_check.py): each
 refused in one line naming the profile file and the key, before any job; the repository's
 own profiles and Snakemake's expressions pass."""
 
@@ -15,7 +15,7 @@ import yaml
 
 from tests.conftest import REPO, tiny_suite, write_suite
 from workflow.errors import ConfigError
-from workflow.stages.profile_check import (
+from workflow.planning.profile_check import (
     check_profiles,
     profile_files,
     profile_problems,

@@ -10,7 +10,7 @@ CASES is the table of malformed inputs (a docs generator reads it):
 (id, what is wrong, how the input is made, a fragment of the expected message).
 Ids starting `report-` are given as a report to each of the four commands; ids starting
 `golden-` are a goldens file of SKU `host` (goldens/host.json) that `check --goldens`,
-`validate`, goldens.read and the Snakefile's golden check (stages.plan.check_goldens)
+`validate`, goldens.read and the Snakefile's golden check (planning.plan.check_goldens)
 refuse, naming the file and the case id.
 """
 
@@ -389,7 +389,7 @@ def test_check_against_malformed_goldens_fails(case_id, description, how, expect
 
 
 def test_the_snakefile_refuses_a_nan_golden_before_any_job(tmp_path):
-    from workflow.stages.plan import Refused, check_goldens
+    from workflow.planning.plan import Refused, check_goldens
 
     path = make_input("golden-nan-median", tmp_path)
     suite = SimpleNamespace(config={"goldens": {"dir": str(path.parent)},

@@ -448,7 +448,7 @@ def test_loop_count_may_not_take_the_name_of_another_sku(tmp_path):
     """`--loop-count 3` on cpu-host runs SKU cpu-host-loop3: a SKU of that name with other
     settings would share its case ids, work directory and results."""
     from workflow.cli.main import build_parser
-    from workflow.stages.single_run import plan_run
+    from workflow.commands.single_run import plan_run
 
     path = write(tmp_path, "loop", W + "skus: {cpu-host: {}, cpu-host-loop3: "
                  "{iree: {target_cpu: generic}}}\n")
@@ -469,7 +469,7 @@ def test_loop_count_may_not_take_the_name_of_another_sku(tmp_path):
 def test_benchflow_runs_work_directory_stays_one_short_path_component():
     """results/cli/<case id with / as +>: four names of up to 64 characters and a workload
     id can pass 255 bytes; past MAX_ID the name keeps its start and a hash of the id."""
-    from workflow.stages.single_run import flat_id
+    from workflow.commands.single_run import flat_id
 
     short = "cpu-host/iree/linear-f32/baseline"
     assert flat_id(short) == "cpu-host+iree+linear-f32+baseline"

@@ -215,7 +215,7 @@ def test_a_models_exit_70_in_the_torch_worker_fails_its_case_and_the_batch_goes_
         tmp_path, models_file):
     """Exit 70 is what benchflow's workers use for their own bug; a model's is its case's
     failure, and a fresh worker measures the cases after it."""
-    from workflow.stages.torch import run_pass
+    from workflow.jobs.torch import run_pass
 
     models = ["os_exit_70", "sys_exit_70", "os_exit_70_in_a_fork"]
     workloads = [*({"model": m, "shapes": [[4, 8]]} for m in models),
@@ -236,7 +236,7 @@ def test_a_models_exit_70_in_the_torch_worker_fails_its_case_and_the_batch_goes_
 @pytest.mark.tool
 def test_benchflows_own_bug_in_the_torch_worker_still_fails_the_job(tmp_path, models_file):
     from workflow.errors import OwnBug
-    from workflow.stages.torch import run_pass
+    from workflow.jobs.torch import run_pass
 
     cases, plan = torch_cases(tmp_path, models_file,
                               [{"model": "linear", "shapes": [[4, 8, 8]]}])
@@ -249,8 +249,8 @@ def test_benchflows_own_bug_in_the_torch_worker_still_fails_the_job(tmp_path, mo
 
 @pytest.mark.tool
 def test_a_torch_ab_side_whose_model_exits_70_is_that_sides_failure(tmp_path, models_file):
+    from workflow.comparisons.ab_torch import _Worker
     from workflow.errors import OwnBug, StageError
-    from workflow.stages.ab_torch import _Worker
 
     cases, plan = torch_cases(tmp_path, models_file,
                               [{"model": "os_exit_70", "shapes": [[4, 8]]}])

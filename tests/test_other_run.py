@@ -1,7 +1,7 @@
 """A second snakemake started in a directory where a first is still running: one line naming
 the first (its PID, since when, its command), never Snakemake's LockException nor its
 IncompleteFilesException advising --rerun-incomplete (which, taken, would delete what
-the first run is making) (workflow/stages/other_run.py)."""
+the first run is making) (workflow/planning/other_run.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
-from workflow.stages import single_run
-from workflow.stages.other_run import (
+from workflow.commands import single_run
+from workflow.planning.other_run import (
     OTHER_RUN,
     OtherRun,
     is_snakemake,

@@ -1,5 +1,5 @@
 """Goldens keep their baselines, and `check` decides each case by what changed since it
-was blessed (stages/baselines/): on real runs of a suite with two user models on IREE
+was blessed (baselines/): on real runs of a suite with two user models on IREE
 and torch-eager, blessed once.
 
 - unchanged: the same run checked against goldens whose times were halved (what a
@@ -27,7 +27,7 @@ import yaml
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
 from tests.model_sources import RENAMED, growing_model
-from workflow.regression import artifacts
+from workflow.baselines import artifacts
 
 WIDENING = growing_model("widening", (64, 256))
 IREE_WIDE = "sync/iree/widening-64x256-f32/baseline"
@@ -261,8 +261,8 @@ def test_a_changed_runtime_release_times_the_baseline_on_its_own(monkeypatch, tm
     from types import SimpleNamespace
 
     from workflow.backends import packages
+    from workflow.baselines import pair
     from workflow.errors import ConfigError
-    from workflow.stages.baselines import pair
 
     sku = {"iree": {"device": "local-sync"}, "measurement": {}}
     asked = []

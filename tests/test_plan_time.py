@@ -1,4 +1,4 @@
-"""A plan's time said before it runs (stages/plan_time.py): estimated from each case's
+"""A plan's time said before it runs (planning/plan_time.py): estimated from each case's
 FLOPs at this machine's peak and from its earlier record, shown by `benchflow list` and
 `snakemake -n`; a run above the threshold asks in a terminal and needs
 BENCHFLOW_CONFIRMED=1 elsewhere. A 16384x8192x8192 matmul is not a second's work."""
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from workflow.errors import ConfigError
-from workflow.stages import plan_time
+from workflow.planning import plan_time
 from workflow.suite.load import load
 
 PEAK = (100.0, "given")  # GFLOP/s: the estimates below do not depend on this machine
@@ -172,7 +172,7 @@ def test_the_docs_subset_of_a_torchao_file_is_a_subset():
     dashboard file: its 672 cases become a few, estimated in minutes, not hours."""
     import shlex
 
-    from workflow.stages.plan import load_suite
+    from workflow.planning.plan import load_suite
 
     page = (REPO / "docs" / "suites.md").read_text()
     section = page.split("## A subset of a suite", 1)[1].split("\n## ", 1)[0]
@@ -181,7 +181,7 @@ def test_the_docs_subset_of_a_torchao_file_is_a_subset():
     assert words[:2] == ["snakemake", "-n"] and "dash.yml" in words
     from snakemake.cli import parse_config
 
-    # As snakemake reads them, then the Snakefile (stages/plan.load_suite).
+    # As snakemake reads them, then the Snakefile (planning/plan.load_suite).
     overrides = parse_config(words[words.index("--config") + 1:])
     dash = (REPO / "tests/data/upstream/torchao/published/"
             "317179ea43ff.dashboard.microbenchmark_quantization_config.yml")

@@ -89,7 +89,7 @@ def test_a_tool_that_ends_in_time_is_read_as_before(tmp_path):
 
 @pytest.mark.tool
 def test_an_interrupt_kills_the_tools_of_every_thread_at_once():
-    """A job interrupted (Ctrl-C, SIGTERM: stages/job.py) kills the tools its threads run
+    """A job interrupted (Ctrl-C, SIGTERM: jobs/job.py) kills the tools its threads run
     too (an IREE batch's exports ahead), in sessions of their own that no terminal signal
     reaches: the job stopped when they ended (45 s), not at the interrupt. None starts
     after it."""

@@ -1,5 +1,5 @@
 """The live progress and the summary (issue 24): render/progress.py's events and lines on
-real records, stages/progress.py reading what a finished job wrote, the logger plugin fed
+real records, commands/progress.py reading what a finished job wrote, the logger plugin fed
 Snakemake's log records, and `snakemake --logger benchflow` end to end.
 
 tests/data/ab_row_iree.json is a real A/B row (host vs generic, linear 128x256x256, on the
@@ -24,11 +24,11 @@ import snakemake_logger_plugin_benchflow as plugin
 from tests.conftest import DATA, FAST_MEASUREMENT, snakemake, write_suite
 from tests.render_data import find, iree_report, torch_report, with_synthetic_verdicts
 from workflow import paths
+from workflow.commands import progress as stages
+from workflow.planning.resources import runtime_min
 from workflow.records.storage import write_json
 from workflow.render import common
 from workflow.render import progress as render
-from workflow.stages import progress as stages
-from workflow.stages.resources import runtime_min
 
 OK_ID = "host/iree/linear-16x32x32-f32/baseline"
 FAILED_ID = "host/iree/histc_model-f32/baseline"
@@ -142,9 +142,9 @@ def test_the_eta_sums_what_each_left_job_is_expected_to_take_and_says_from_what(
 
 
 def test_a_planned_runtime_gives_back_at_least_the_expected_seconds():
-    """planned_seconds inverts stages/resources.py's runtime request (overhead and margin
+    """planned_seconds inverts planning/resources.py's runtime request (overhead and margin
     off): never less than what the request was sized for."""
-    from workflow.stages.resources import ESTIMATE_MARGIN
+    from workflow.planning.resources import ESTIMATE_MARGIN
     for expected in (5.0, 60.0, 600.0):
         planned = stages.planned_seconds(runtime_min(ESTIMATE_MARGIN * expected))
         assert expected <= planned < expected + 60 / ESTIMATE_MARGIN

@@ -27,11 +27,11 @@ from tests.conftest import DATA, FAST_MEASUREMENT, REPO, write_suite
 from tests.render_data import find, iree_report, torch_report
 from tests.test_progress import TINY_SNAKEFILE, ab_row, iree_batch_on_disk
 from workflow import paths
+from workflow.commands import progress as stages
+from workflow.commands.progress_text import DISTURBED_MEANS, summary_lines
+from workflow.planning.suite_dir import MARKER_KIND, suite_identity
 from workflow.records.storage import write_json
 from workflow.render import progress as render
-from workflow.stages import progress as stages
-from workflow.stages.progress_text import DISTURBED_MEANS, summary_lines
-from workflow.stages.suite_dir import MARKER_KIND, suite_identity
 
 TORCH_ID = "host/torch-eager/linear-16x256x64-f32/baseline"
 IREE_OK = "host/iree/linear-16x256x64-f32/baseline"

@@ -378,8 +378,8 @@ def test_the_refused_suite_example(tmp_path):
 
 def test_the_quoted_slurm_warning_is_the_one_printed():
     """The docs quote the warning a GPU SKU without a gres gets under SLURM word for
-    word (stages/placement.slurm_warnings makes it)."""
-    from workflow.stages.placement import slurm_warnings
+    word (planning/placement.slurm_warnings makes it)."""
+    from workflow.planning.placement import slurm_warnings
 
     skus = {"cuda-sm80": {"iree": {"target_backend": "cuda"}}}
     resources = {"slurm_account": "acct", "slurm_partition": "cpu"}

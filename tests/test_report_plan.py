@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import snakemake, tiny_suite, write_suite
 from workflow.paths import PEAK
-from workflow.stages.plan import peak_input
-from workflow.stages.suite_dir import SuiteIdentity
+from workflow.planning.plan import peak_input
+from workflow.planning.suite_dir import SuiteIdentity
 from workflow.suite.load import load
 
 # Every case unsupported: a torchao recipe the IREE backend cannot run.

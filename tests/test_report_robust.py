@@ -13,10 +13,10 @@ import pytest
 
 from tests.conftest import FAST_MEASUREMENT, fast_bench_files, snakemake, tiny_suite, write_suite
 from workflow.backends.git import git_sha
+from workflow.commands.report import RECORD_STAGE, aggregate, damage_note
 from workflow.paths import BF_CASE, REPO_ROOT, REPORT, REPORT_DAMAGED, REPORT_DERIVED
+from workflow.planning.plan import report_records
 from workflow.records.case import unsupported_case
-from workflow.stages.plan import report_records
-from workflow.stages.report import RECORD_STAGE, aggregate, damage_note
 from workflow.suite.load import load
 
 PROVENANCE = {"suite_name": "robust", "config_hash": "0", "config_source": "suite.yaml"}
@@ -143,7 +143,7 @@ def test_a_failing_report_step_keeps_the_previous_report_and_its_renders(planned
     def broken(report):
         raise RuntimeError("a bug in the report step")
 
-    monkeypatch.setattr("workflow.stages.report.validate_report", broken)
+    monkeypatch.setattr("workflow.commands.report.validate_report", broken)
     damage(records)
     with pytest.raises(RuntimeError, match="a bug"):
         aggregate(records, REPORT, derived=REPORT_DERIVED, **PROVENANCE)

@@ -1,4 +1,4 @@
-"""workflow/stages/resources.py: parameter estimates, memory and wall-time requests, and the
+"""workflow/planning/resources.py: parameter estimates, memory and wall-time requests, and the
 rules' use of them (a dry run shows what each job would ask a scheduler for)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import yaml
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
 from workflow.models.registry import get_model
-from workflow.stages import placement
-from workflow.stages import resources as r
+from workflow.planning import placement
+from workflow.planning import resources as r
 from workflow.suite.load import Workload
 
 MIB = 1 << 20
@@ -395,7 +395,7 @@ def test_unset_account_and_partition_are_warned_about_once_each(monkeypatch):
 
 
 def test_placement_is_no_part_of_a_cases_key():
-    from workflow.stages.keys import sku_settings, without_placement
+    from workflow.planning.keys import sku_settings, without_placement
 
     sku = {"description": "d", **GPU_SKU}
     bare = {k: v for k, v in sku.items() if k != "slurm"}

@@ -17,11 +17,11 @@ from workflow.benchfile.flags import data_files, run_spec
 from workflow.benchfile.parse import file_problems, load_file
 from workflow.benchfile.resolve import ARTIFACTS_ENV, EXTERNAL_ENV, Locations
 from workflow.benchfile.select import Availability, Selection, select
+from workflow.commands.report import collect_cases
+from workflow.planning.plan import bench_provenance, bench_skipped_plan
 from workflow.records.report import build_report, validate_report
 from workflow.regression.gate import golden_section
 from workflow.render import html, markdown
-from workflow.stages.plan import bench_provenance, bench_skipped_plan
-from workflow.stages.report import collect_cases
 from workflow.suite.load import load
 from workflow.suite.schema import validate_suite
 

@@ -1,4 +1,4 @@
-"""Timing slots (workflow/slots, stages/slot_plan.py): one per GPU the machine lists,
+"""Timing slots (workflow/slots, planning/slot_plan.py): one per GPU the machine lists,
 each pinned to its GPU by UUID and to a disjoint, NUMA-near CPU set; claimed at run time
 by a lock per slot that the kernel releases however the job ends. No GPU here: a fake
 nvidia-smi on PATH answers as a real one would (its documented csv,noheader rows)."""
@@ -226,8 +226,8 @@ def test_slots_are_no_part_of_a_cases_key(monkeypatch):
     """cpu_slots, slurm.exclusive / cpus_per_gpu and the claimed slot change no batch's
     content key nor SKU settings: two GPUs of one model, or one CPU slot against two,
     measure the same cases (a rerun re-measures nothing for them)."""
-    from workflow.stages.keys import sku_settings
-    from workflow.stages.plan import iree_batch_content, load_suite, torch_batch_content
+    from workflow.planning.keys import sku_settings
+    from workflow.planning.plan import iree_batch_content, load_suite, torch_batch_content
 
     config = str(Path(__file__).resolve().parent.parent / "config" / "config.yaml")
     plain = load_suite([config], {})

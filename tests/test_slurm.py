@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, write_suite
-from workflow.stages.placement import slurm_gres
-from workflow.stages.resources import iree_batch_mem_mb, iree_batch_runtime_min
+from workflow.planning.placement import slurm_gres
+from workflow.planning.resources import iree_batch_mem_mb, iree_batch_runtime_min
 from workflow.suite.load import load
 
 pytestmark = pytest.mark.slurm
@@ -314,7 +314,7 @@ def test_a_cancelled_job_is_retried_and_nothing_is_lost(cluster, finished):
     assert len(retries) == 1 and int(retries[0]) > int(cancelled), retries
     retry = records[retries[0]]
     assert retry["JobState"] == "COMPLETED"
-    # Attempt 2 asks for twice the memory (workflow/stages/resources.py).
+    # Attempt 2 asks for twice the memory (workflow/planning/resources.py).
     assert mem_of(retry) > mem_of(records[cancelled])
 
     report = json.loads((workdir / "results" / "report.json").read_text())

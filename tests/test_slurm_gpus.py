@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_slurm import SLURM_DIR, daemon_pids, unavailable
-from workflow.stages.placement import slurm_cpus_per_gpu, slurm_gres, slurm_timing_extra
+from workflow.planning.placement import slurm_cpus_per_gpu, slurm_gres, slurm_timing_extra
 
 pytestmark = pytest.mark.slurm
 
@@ -73,7 +73,7 @@ def sbatch(env: dict, partition: str, out: Path, *flags: str) -> str:
 
 def test_eight_gpu_jobs_run_at_once_on_one_node(cluster8, tmp_path):
     env, partition, _ = cluster8
-    # What a GPU SKU's batch asks for (rules/*.smk via stages/placement.py).
+    # What a GPU SKU's batch asks for (rules/*.smk via planning/placement.py).
     assert slurm_timing_extra(GPU_SKU) is None
     flags = (f"--gres={slurm_gres(GPU_SKU)}", f"--cpus-per-gpu={slurm_cpus_per_gpu(GPU_SKU)}")
     outs = [tmp_path / f"gpu{i}.out" for i in range(GPUS + 1)]

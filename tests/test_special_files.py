@@ -4,7 +4,7 @@ A FIFO would block a reader for ever, /dev/zero fill its memory, a symlink loop 
 RuntimeError from Path.resolve(), a socket fail to open with "No such device or
 address": each is refused with one line naming the path and what it is, and no job
 runs. Each row goes through the real entry point: `benchflow ...` in-process
-(workflow.cli.main.main), or for the Snakefile's suite load stages.plan.load_suite, as
+(workflow.cli.main.main), or for the Snakefile's suite load planning.plan.load_suite, as
 `snakemake --configfile` reaches it.
 
 CASES is the table of these inputs (a docs generator reads it):
@@ -52,7 +52,7 @@ WORDS = {
 # Where the input is given: (what it is, in words; the kinds refused there).
 TARGETS = {
     "validate": ("the suite of `benchflow validate`", list(SAYS)),
-    "configfile": ("the suite of `snakemake --configfile` (stages.plan.load_suite)",
+    "configfile": ("the suite of `snakemake --configfile` (planning.plan.load_suite)",
                    list(SAYS)),
     "compare": ("the base report of `benchflow compare`", list(SAYS)),
     "check": ("the report of `benchflow check --report`", list(SAYS)),
@@ -241,7 +241,7 @@ def test_a_special_file_is_refused_in_one_line_without_blocking(
     try:
         argv = argv_for(target, kind, keep)
         if argv is None:
-            from workflow.stages.plan import Refused, load_suite
+            from workflow.planning.plan import Refused, load_suite
 
             path = make(kind, Path("torchao.yaml" if target == "torchao" else "suite.yaml"),
                         keep)

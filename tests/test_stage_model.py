@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import snakemake, tiny_suite, write_suite
 from workflow.backends.proc import run_python
 from workflow.errors import OwnBug, StageError, raised_in_own_code
+from workflow.jobs.model import run_stage
 from workflow.records.stage import StageResult
-from workflow.stages.model import run_stage
 
 
 def _raise(exc):

@@ -1,4 +1,4 @@
-"""Suites kept apart: a working directory belongs to one suite (workflow/stages/
+"""Suites kept apart: a working directory belongs to one suite (workflow/planning/
 suite_dir.py); another suite started there without --directory works in runs/<name>/,
 and a --directory of another suite is refused before any job."""
 
@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import FAST_MEASUREMENT, REPO, snakemake, write_suite
 from workflow.paths import REPORT, SUITE_MARKER
-from workflow.stages.plan import Refused
-from workflow.stages.suite_dir import owner, suite_dir, suite_identity
+from workflow.planning.plan import Refused
+from workflow.planning.suite_dir import owner, suite_dir, suite_identity
 from workflow.suite.schema import DEFAULT_CONFIG
 
 
@@ -109,7 +109,7 @@ def test_owners_from_before_markers_and_damaged_markers(home, monkeypatch):
     # The repository's own directory is the default suite's, results or none.
     empty = home / "checkout"
     empty.mkdir()
-    monkeypatch.setattr("workflow.stages.suite_dir.REPO_ROOT", empty.resolve())
+    monkeypatch.setattr("workflow.planning.suite_dir.REPO_ROOT", empty.resolve())
     assert owner(empty) == suite_identity([]) == suite_identity([DEFAULT_CONFIG])
 
 

@@ -8,9 +8,9 @@ import pytest
 from tests.conftest import DATA, tiny_suite, write_suite
 from workflow.backends.torch.characterize import characterize
 from workflow.backends.torch.worker import measure_case
+from workflow.jobs.torch import run_pass, run_torch_batch
+from workflow.planning.plan import torch_batch_plan
 from workflow.records.case import section
-from workflow.stages.plan import torch_batch_plan
-from workflow.stages.torch import run_pass, run_torch_batch
 from workflow.suite.load import load
 
 MEASURE = {"invocations": 2, "max_invocations": 2, "disturbed_share": 1.0, "repetitions": 3,
@@ -226,7 +226,7 @@ def test_a_skus_python_that_is_not_there_is_refused_at_load(tmp_path):
 
 
 def test_a_case_done_line_says_what_became_of_the_case():
-    from workflow.stages.torch import case_done_line
+    from workflow.jobs.torch import case_done_line
 
     ok = {"status": "ok", "timing": {"median_ms": 1.23456}}
     assert case_done_line("host/torch-eager/linear-4x8x8-f32/baseline", ok, 3, 240, 61.4) == (

@@ -1,4 +1,4 @@
-"""A stopped torch batch keeps what it measured (stages/torch_journal.py): the cases
+"""A stopped torch batch keeps what it measured (jobs/torch_journal.py): the cases
 finished before SIGTERM (a SLURM time limit), SIGKILL (what SLURM sends after it) or
 Ctrl-C are kept where Snakemake does not delete them, the case that was running says
 what it was doing, and the rerun measures only what is missing; a compile budget fails
@@ -18,16 +18,16 @@ import pytest
 
 from tests.test_torch_bench import suite_for
 from workflow.backends.groups import descendants
+from workflow.jobs.torch_journal import Journal, journal_dir
 from workflow.paths import torch_case_record
-from workflow.stages.plan import torch_batch_content, torch_batch_plan
-from workflow.stages.torch_journal import Journal, journal_dir
+from workflow.planning.plan import torch_batch_content, torch_batch_plan
 
-# The job, as scripts/run_torch.py runs it: Ctrl-C and SIGTERM end it as stages/job.py
+# The job, as scripts/run_torch.py runs it: Ctrl-C and SIGTERM end it as jobs/job.py
 # says; each case a group of its own, so that each is kept as it ends.
 JOB = """
 import json, sys
-from workflow.stages import torch
-from workflow.stages.job import end_quietly_on_ctrl_c
+from workflow.jobs import torch
+from workflow.jobs.job import end_quietly_on_ctrl_c
 end_quietly_on_ctrl_c()
 torch.GROUP_WEIGHT_BYTES = 0
 args = json.load(open(sys.argv[1]))
@@ -157,7 +157,7 @@ def test_a_compile_budget_hit_fails_its_case_and_the_batch_goes_on(tmp_path):
     """torch.compile past timeouts.torch_compile_s (a model that sleeps 60 s in its
     compiled first call): that case fails at stage compile with the budget named, the
     step's timeout far off; the cases after it are measured."""
-    from workflow.stages.torch import run_torch_batch
+    from workflow.jobs.torch import run_torch_batch
 
     suite = suite_for(tmp_path, [WORKLOADS[0], {"model": "slow_to_compile_model"}],
                       backends=["torch-inductor"])
@@ -181,7 +181,7 @@ def test_ctrl_c_then_the_same_command_measures_only_the_missing_cases(tmp_path):
 
     from tests.conftest import DATA, FAST_MEASUREMENT, write_suite
     from tests.test_progress_truth import plain_snakemake
-    from workflow.stages import plan as plans
+    from workflow.planning import plan as plans
     from workflow.suite.load import load
 
     suite = write_suite(tmp_path / "suite.yaml", {
@@ -239,7 +239,7 @@ def test_a_worker_signalled_with_its_job_stops_the_batch_not_fails_its_case(tmp_
     import threading
 
     from tests.test_torch_bench import plan_of
-    from workflow.stages.torch import run_pass
+    from workflow.jobs.torch import run_pass
 
     suite = suite_for(tmp_path, [{"model": "sleepy_model"}])
     cases, plan = plan_of(suite)

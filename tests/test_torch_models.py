@@ -20,8 +20,8 @@ from workflow.benchfile.markers import MarkerError, compile_expression, matches
 from workflow.benchfile.parse import load_file
 from workflow.benchfile.select import Selection
 from workflow.benchfile.torch_plan import Planner, add_tests, goldens_of
+from workflow.commands.validate import check_file
 from workflow.errors import ConfigError
-from workflow.stages.validate import check_file
 from workflow.suite.schema import validate_suite
 
 TORCH = DATA / "upstream" / "iree-test-suites" / "612f936" / "torch_models"

@@ -13,9 +13,9 @@ import yaml
 
 from tests.conftest import DATA, snakemake, write_suite
 from workflow.errors import ConfigError
+from workflow.planning.plan import Refused, load_suite, report_notes
 from workflow.records.report import build_report, validate_report
 from workflow.render import html
-from workflow.stages.plan import Refused, load_suite, report_notes
 from workflow.suite import torchao
 from workflow.suite.load import load
 

@@ -16,10 +16,10 @@ import pytest
 from tests.conftest import tiny_suite, write_suite
 from workflow.cli.main import build_parser, main
 from workflow.cli.run import cached_line
+from workflow.commands.single_run import is_cached, plan_run, snakemake_argv
 from workflow.errors import ConfigError
 from workflow.records.report import read_report
 from workflow.records.results_file import CACHED_KEY, cached_record, forge_entry
-from workflow.stages.single_run import is_cached, plan_run, snakemake_argv
 
 # Names of their own: the registry is one per process, and a name registered twice fails.
 MODEL = "h24_user_scale"

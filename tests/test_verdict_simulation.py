@@ -93,7 +93,7 @@ def test_a_1_5x_slowdown_is_a_regression_or_at_least_not_a_pass(model):
 
 
 def test_a_re_measurement_judged_alone_keeps_the_false_alarm_rate():
-    """The gate's re-measure (workflow/stages/remeasure.py): a case inconclusive on its
+    """The gate's re-measure (workflow/gating/remeasure.py): a case inconclusive on its
     12 invocations is measured 12 more times and those are judged alone against the
     same golden. Two looks, but no more false regressions than alpha over both."""
     for model in ("cv20", "cv40", "loaded"):

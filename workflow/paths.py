@@ -12,7 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = "results"
 LOGS = "logs"
-# Which suite a working directory belongs to (workflow/stages/suite_dir.py), and where
+# Which suite a working directory belongs to (workflow/planning/suite_dir.py), and where
 # another suite's working directories go, under the directory snakemake was started in.
 SUITE_MARKER = RESULTS + "/.suite.json"
 RUNS = "runs"
@@ -68,7 +68,7 @@ HISTORY_JSON = RESULTS + "/history.json"
 # report, so that none of them ever shows an older one (docs/reports.md, "How reports are made").
 REPORT_DERIVED = (REPORT_MD, REPORT_CSV, DASHBOARD, REPORT_HTML, GATE)
 # The case records the last report that found any could not use: a param of the report
-# rule, so that the next run makes them again (workflow/stages/report.py, damage_note).
+# rule, so that the next run makes them again (workflow/commands/report.py, damage_note).
 REPORT_DAMAGED = RESULTS + "/report.damaged.json"
 
 # The files of each stage. export: one per workload, shared by every SKU.

@@ -212,9 +212,9 @@ def snapshot_problems(cases: list[dict], asked: set[str], workdir: Path) -> list
 
 def iree_standalone_argv(workdir: Path, case: dict, sku: dict, input_dir: Path) -> list[str]:
     """iree-benchmark-module on the case's own module and inputs, as the run stage builds
-    its command (stages/iree.run_iree), with STANDALONE_REPETITIONS repetitions; the
+    its command (jobs/iree.run_iree), with STANDALONE_REPETITIONS repetitions; the
     inputs are written to `input_dir` as the run stage writes them."""
-    from workflow.stages.iree import sku_tool
+    from workflow.jobs.iree import sku_tool
 
     workload, m = case["workload"], sku["measurement"]
     meta = read_json(workdir / paths.EXPORT_META.format(workload=workload))

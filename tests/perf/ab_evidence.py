@@ -5,7 +5,7 @@ Evidence for the interleaved A/B comparison on the protocol's own code path
 `ab` defaults: rounds of one fresh invocation of each module in a random order, a round
 whose invocation was disturbed by outside load retaken up to ab.max_retakes times, each
 invocation made and observed for disturbance by the A/B stage's own invocation,
-workflow.stages.ab), on a single-threaded local-sync SKU with fast
+workflow.comparisons.ab), on a single-threaded local-sync SKU with fast
 invocations (--repetitions x --min-time after --warmup: the cheapest the protocol
 allows, so that 100 A/A verdicts take minutes, not hours):
 
@@ -38,7 +38,7 @@ allows, so that 100 A/A verdicts take minutes, not hours):
       otherwise).
   (d) with --torch N: torch pairs, N verdicts per shape of int8wo against baseline
       under torch.compile (inductor) at two shapes, through the torch A/B stage
-      (workflow.stages.ab_torch.compare_torch_pair: two long-lived workers alternating
+      (workflow.comparisons.ab_torch.compare_torch_pair: two long-lived workers alternating
       timed blocks): ratio, interval, verdict, rounds and seconds per verdict.
 
 Trials of all scenarios alternate (A/A, A/A under the hog, codegen, +5 %, +10 %, A/A,
@@ -85,12 +85,12 @@ sys.path.insert(0, str(REPO))
 
 from tests.perf.hog import cpu_hog, hogged_share  # noqa: E402
 from workflow.backends.iree import tools as iree  # noqa: E402
+from workflow.comparisons.ab import pair_invocation as ab_invocation  # noqa: E402
+from workflow.jobs.iree import benchmark_run, compile_module, export, sku_tool  # noqa: E402
 from workflow.measure.pairs import interleave  # noqa: E402
 from workflow.measure.plans import ab_plan  # noqa: E402
 from workflow.measure.protocol import Observation  # noqa: E402
-from workflow.stages.ab import pair_invocation as ab_invocation  # noqa: E402
-from workflow.stages.iree import benchmark_run, compile_module, export, sku_tool  # noqa: E402
-from workflow.stages.plan import load_suite  # noqa: E402
+from workflow.planning.plan import load_suite  # noqa: E402
 from workflow.stats import sequential  # noqa: E402
 from workflow.stats import summary as stats  # noqa: E402
 from workflow.stats.enums import Verdict  # noqa: E402
@@ -225,7 +225,7 @@ def build(workdir: Path, shape: list[int], rows: dict[str, int], m: dict, log: s
 
 
 def invocation_mean(run: iree.BenchmarkRun) -> float | None:
-    """What sharktank's runner reads of one invocation (as stages/iree.measure records
+    """What sharktank's runner reads of one invocation (as jobs/iree.measure records
     it): Google Benchmark's `mean` aggregate, the repetition itself when there is one."""
     return run.aggregates_ms.get("mean", run.repetition_ms[0] if len(run.repetition_ms) == 1
                                  else None)
@@ -273,7 +273,7 @@ def kept_runs(runs: list[iree.BenchmarkRun], kept_ms: list[float]) -> list[iree.
 def invocation(mod: Module, bench: Bench, runs: list[iree.BenchmarkRun]
                ) -> Callable[[], Observation]:
     """One fresh iree-benchmark-module invocation of `mod` per call, made and observed
-    by the A/B stage's own runner (stages/ab.pair_invocation); its BenchmarkRun kept."""
+    by the A/B stage's own runner (comparisons/ab.pair_invocation); its BenchmarkRun kept."""
     # A new layout sequence per A/B run (the stage seeds it by the pair's names).
     stage_call = ab_invocation(mod.argv, TIMEOUT_S, bench.log, bench.settings["measurement"],
                                time.monotonic_ns() & 0xFFFFFFFF)
@@ -411,11 +411,11 @@ def torch_suite(threads: int) -> dict:
 def torch_pairs(workdir: Path, trials: int, threads: int, budget_s: float | None
                 ) -> tuple[list[str], list[dict]]:
     """`trials` A/B verdicts per shape of int8wo vs baseline through the torch A/B stage
-    (workflow.stages.ab_torch.compare_torch_pair, two long-lived workers alternating
+    (workflow.comparisons.ab_torch.compare_torch_pair, two long-lived workers alternating
     timed blocks): the lines of a table (ratio, interval, verdict, rounds, seconds per
     verdict) and the raw rows."""
-    from workflow.stages.ab_torch import compare_torch_pair
-    from workflow.stages.plan import torch_ab_plan
+    from workflow.comparisons.ab_torch import compare_torch_pair
+    from workflow.planning.plan import torch_ab_plan
 
     path = workdir / "torch-suite.yaml"
     path.write_text(yaml.safe_dump(torch_suite(threads), sort_keys=False))
@@ -440,7 +440,7 @@ def torch_pairs(workdir: Path, trials: int, threads: int, budget_s: float | None
     header = ["workload", "int8wo/baseline", "interval", "verdict", "rounds", "retaken",
               "s/verdict", "with workers' start", "error"]
     return [f"torch pairs: int8wo vs baseline, torch.compile (inductor), {threads} threads, "
-            f"{trials} verdict(s) per shape (stages/ab_torch.compare_torch_pair):",
+            f"{trials} verdict(s) per shape (comparisons/ab_torch.compare_torch_pair):",
             table(header, body)], rows
 
 

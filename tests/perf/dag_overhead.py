@@ -95,13 +95,13 @@ def fingerprint_members(workdir: Path, suite: Path) -> int:
     """Gives every IREE batch of a touched suite the members file a real run leaves: the
     fingerprints of each case's record, MLIR, inputs, reference and module (small files),
     so that the no-op rerun pays the Snakefile's check of every finished case's files
-    (stages/plan.verify_batches) as it would after a real run. Returns the files."""
+    (planning/plan.verify_batches) as it would after a real run. Returns the files."""
     import os
 
+    from workflow.jobs.iree import case_files
     from workflow.paths import iree_batch_path
+    from workflow.planning.members import members_path
     from workflow.records.storage import fingerprint, write_json
-    from workflow.stages.iree import case_files
-    from workflow.stages.members import members_path
     from workflow.suite.load import load
 
     cwd = os.getcwd()

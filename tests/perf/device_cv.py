@@ -21,9 +21,9 @@ from pathlib import Path
 import yaml
 
 from workflow.backends.iree import tools as iree
+from workflow.jobs.iree import benchmark_run, compile_module, export, sku_tool
+from workflow.planning.plan import load_suite
 from workflow.records.storage import read_json
-from workflow.stages.iree import benchmark_run, compile_module, export, sku_tool
-from workflow.stages.plan import load_suite
 from workflow.stats.summary import cv
 
 TIMEOUT_S = 300

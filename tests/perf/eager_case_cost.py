@@ -4,7 +4,7 @@ split by phase, and what it would cost with another worker start (a GPU's).
 Measures a batch of --cases torch-eager linear cases (one thread), each with
 ceil(--timed-s / --block-s) invocations whose blocks run at least --block-s seconds
 (blocked_autorange; its `timed_s` is what they took), in one worker
-(stages/torch.run_torch_batch, as a run_torch job does, Snakemake left out), and prints
+(jobs/torch.run_torch_batch, as a run_torch job does, Snakemake left out), and prints
 per case its own seconds (total_s without the worker's start: build, accuracy, first
 call, profile, warm-up, timed, graph) and the batch's worker start. Then the
 projection: per case = own + start / cases, for the start measured here and for
@@ -41,8 +41,8 @@ def main() -> None:
     ap.add_argument("--gpu-start", type=float, default=9.5)
     args = ap.parse_args()
     from tests.conftest import tiny_suite, write_suite
-    from workflow.stages.plan import torch_batch_plan
-    from workflow.stages.torch import run_torch_batch
+    from workflow.jobs.torch import run_torch_batch
+    from workflow.planning.plan import torch_batch_plan
     from workflow.suite.load import load
 
     n = max(1, math.ceil(args.timed_s / args.block_s))

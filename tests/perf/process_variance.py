@@ -10,7 +10,7 @@ see the variance that fresh processes see, and how many fresh parents does a cas
 
 Design (nested sampling). Cases are built by benchflow's own code: a small suite of
 nn.Linear f32 shapes [M,K,N] loaded by workflow.suite.load, case dicts from
-stages.plan.torch_batch_plan, modules from Prepared, timing by timed_block
+planning.plan.torch_batch_plan, modules from Prepared, timing by timed_block
 (blocked_autorange; both from backends/torch/prepared.py). --fresh-buffers: each fork
 and block first draws its inputs and plain weights at new addresses, as benchflow's
 invocations do (prepared.fresh_buffers). Backends: eager, and torch.compile
@@ -98,7 +98,7 @@ def cases_role(shapes: list[list[int]], int8: bool) -> list[dict]:
     """The case dicts and their backends, through benchflow's suite machinery."""
     import yaml
 
-    from workflow.stages.plan import torch_batch_plan
+    from workflow.planning.plan import torch_batch_plan
     from workflow.suite.load import load
 
     recipes = ["baseline", "int8wo"] if int8 else ["baseline"]

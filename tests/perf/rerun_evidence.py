@@ -43,7 +43,7 @@ small real slowdown. For each chosen suite (--suites, default `default,torchao`)
   blessed baselines afresh, so the count says how often a pair catches the change (goal:
   >= 8 of 10 for each); false verdicts on the others? Its true ratio is measured apart:
   --calib-rounds interleaved fresh invocations of the two modules (an idle run's and this
-  run's), with the run stage's own recorded command (workflow/stages/remeasure.command_again).
+  run's), with the run stage's own recorded command (workflow/gating/remeasure.command_again).
 
 Goals: 0 false verdicts from check and from detect over >= 8 reruns, half under a hog;
 check exits 0 in >= 90 % of them; cross-run coverage >= 90 % with a median interval
@@ -607,7 +607,7 @@ def invocation_ms(argv: list[str], cwd: Path) -> float:
 def calibrate(base: Run, slow: Run, rounds: int) -> dict:
     """The true ratio of the injected slowdown: `rounds` rounds of one fresh invocation
     of each module (the order alternating), with each run stage's recorded command."""
-    from workflow.stages.remeasure import command_again
+    from workflow.gating.remeasure import command_again
 
     sides = {"base": base, "slow": slow}
     ms: dict[str, list[float]] = {"base": [], "slow": []}

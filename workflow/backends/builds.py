@@ -6,7 +6,7 @@ distribution is identified by its version and a digest of its RECORD (the sha256
 every file it installed), a tool outside any distribution by its resolved path, size
 and mtime (a rebuild in place changes the mtime), and another Python interpreter by the
 builds of the packages it imports. These strings go into the content keys of the stages
-(workflow/stages/keys.py) and into Snakemake params, so a changed build reruns what it
+(workflow/planning/keys.py) and into Snakemake params, so a changed build reruns what it
 made and `snakemake -n` shows which build changed. The one probe of another
 interpreter (`_probe`) also gives the torch stage the versions its case records name
 (`interpreter_versions`).

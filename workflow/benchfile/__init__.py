@@ -11,7 +11,7 @@ A file's `device` chooses the SKUs that run it: local-task/local-sync files run 
 llvm-cpu SKUs, `hip` files on rocm SKUs, `cuda` files on cuda SKUs (vulkan on
 vulkan-spirv); on any other SKU the pair is skipped. A GPU file is compiled on any
 machine with the SKU's chip; where its device is absent (decided on the measuring
-machine, stages/sharktank.py) the case is `compile-only`: its dispatch count and binary
+machine, jobs/sharktank.py) the case is `compile-only`: its dispatch count and binary
 size are judged against the file's golden_dispatch / golden_size of the SKU's golden
 key, its time is not measured and says why.
 
@@ -43,6 +43,6 @@ iree-test-suites' torch_models test files (a pytest harness's JSON) become such 
 keeps both formats' Selection on the suite.
 
 Imports only lower layers: backends (IREE target flags and devices), records (schemas,
-atomic storage), errors and paths; never suite (its peer), regression, stages or cli,
+atomic storage), errors and paths; never suite (its peer), regression, the stage rooms or cli,
 which import this package.
 """

@@ -92,7 +92,7 @@ def sku_reason(f: BenchmarkFile, sku_name: str, sku: dict, golden_key: str) -> s
     from workflow.backends.iree.gpu_chip import AUTO_CHIP
 
     if sku["iree"].get("target_chip") == AUTO_CHIP:
-        # `auto` is chosen where an IREE batch measures (stages/iree.py); a benchmark
+        # `auto` is chosen where an IREE batch measures (jobs/iree.py); a benchmark
         # file compiles in a job of its own, which need not run on the GPU's machine,
         # and its specific_chip_to_ignore could not be judged before the choice.
         return (f"SKU {sku_name}'s target_chip is {AUTO_CHIP!r}, which only the suite's "

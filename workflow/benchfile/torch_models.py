@@ -48,7 +48,7 @@ class Dirs:
     @classmethod
     def of(cls, spec: dict) -> Dirs:
         """The suite's directories, made absolute here, once, from the directory the
-        suite is read in (as its other paths are: stages/suite_dir.CWD_RELATIVE). A
+        suite is read in (as its other paths are: planning/suite_dir.CWD_RELATIVE). A
         relative one passed on would be read again against another directory: a module's
         MLIR becomes the record's `mlir_file_path`, which the run reads relative to the
         benchmarks root (the test file directory), not to where the listing found it."""

@@ -15,7 +15,7 @@ what `benchflow ab --base a --new b` does for the alert's case alone
   renamed variable, a comment): the code did not change the case between the runs,
   so the history's step was the machine's: **refuted**, nothing measured;
 - otherwise the interleaved, paired A/B of the two revisions' modules (IREE:
-  bisect/measure.measure_pair; torch: stages/ab_torch.compare_torch_pair), with the
+  bisect/measure.measure_pair; torch: comparisons/ab_torch.compare_torch_pair), with the
   suite's `ab` stopping rule (an undecided IREE pair measured once more with twice the
   rounds and seconds, as a bisection's step is): the alert's direction found is
   **confirmed**, no difference (or the other direction) **refuted**, a pair still

@@ -109,7 +109,7 @@ def absent(config: dict, store: Path | None, suite_dir: Path | None = None) -> s
     makes one), the suite's configured path only used where it already is and is the
     suite's own (a bisection makes no history in a place nobody named, nor adds to
     another suite's)."""
-    from workflow.stages import history
+    from workflow.commands import history
 
     if store is not None or config.get("url"):
         return None
@@ -142,7 +142,7 @@ def keep(steps: list[Step], built: dict, source, store_config: dict, store: Path
     "runs"} or {"store", "skipped": why}. A report or store that is refused is one
     line (ConfigError: bisect/run.py records it beside the bisection's answer).
     `run_name`: the runs' name (query.PAIRED_RUNS), a whole-suite A/B's its own."""
-    from workflow.stages import history
+    from workflow.commands import history
 
     where = history.where(store_config, store=store)
     why = absent(store_config, store, source.suite_dir)

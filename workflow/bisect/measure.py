@@ -1,12 +1,12 @@
 """A bisection step: two revisions' modules, each built at its own revision
-(bisect/prepare.py), paired by stages/ab_modules.pair_modules (the A/B protocol's
+(bisect/prepare.py), paired by comparisons/ab_modules.pair_modules (the A/B protocol's
 rounds and attribution) under the suite's `ab` settings scaled for the step.
 """
 
 from __future__ import annotations
 
 from workflow.bisect.search import Step
-from workflow.stages.ab_modules import pair_modules
+from workflow.comparisons.ab_modules import pair_modules
 from workflow.stats.enums import ABVerdict
 
 # The rounds before the final pair's first look (the pair the answer reports, first bad

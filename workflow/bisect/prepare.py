@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from workflow.backends.worker_side import worker_main
+from workflow.comparisons.ab_torch import torch_side
 from workflow.errors import ConfigError
 from workflow.records.storage import read_json, write_json
-from workflow.stages.ab_torch import torch_side
 
 # Where the revision's tree appears in its key's parts: the key of two revisions with
 # the same model files is the same although their trees are extracted in two places.
@@ -68,7 +68,7 @@ def case_key(tree: Path, suite_rel: str, case_id: str, tools: dict, label: str) 
 def _iree_prepared(suite, case, tree: Path, tools: dict, where: str) -> dict:
     from workflow.backends.iree import gpu_chip
     from workflow.backends.iree import tools as iree
-    from workflow.stages import keys
+    from workflow.planning import keys
 
     sku = dict(suite.sku(case.sku))
     sku["iree"] = {**sku["iree"], **{k: str(v) for k, v in tools.items()}}
@@ -91,11 +91,11 @@ def suite_keys(tree: Path, suite_rel: str, label: str) -> dict:
     """Every case of the suite at this revision and its content key, the suite loaded
     once (a whole-suite A/B keys a revision in one process): {"suite_name", "ab",
     "timeouts", "cases": {id: {"backend_kind", "key", "unsupported", "torch_side"}}}. A
-    torch case's key covers what its batch's does (stages/keys.torch_batch_content:
+    torch case's key covers what its batch's does (planning/keys.torch_batch_content:
     model sources, recipes, torch builds), its SKU's and backend's settings; its
     torch_side is what an A/B pair of it measures (torch_side). ConfigError when the
     suite does not load."""
-    from workflow.stages import keys
+    from workflow.planning import keys
     from workflow.suite.load import IREE, load
 
     where = f"{suite_rel} at {label}"
@@ -132,7 +132,7 @@ def torch_programs(tree: Path, suite_rel: str, case_ids: list[str], label: str) 
     and SKU settings and the torch builds (its key's content less the model sources);
     {"error"} for a case that cannot be built or exported here, which is then measured."""
     from workflow.backends.torch.program import program_digest
-    from workflow.stages import keys
+    from workflow.planning import keys
     from workflow.suite.load import load
 
     where = f"{suite_rel} at {label}"
@@ -156,13 +156,13 @@ def torch_programs(tree: Path, suite_rel: str, case_ids: list[str], label: str) 
 
 def build(prepared: dict, out: Path, *, export_only: bool = False) -> dict:
     """The revision's export and module under `out` (the export reused while its content
-    key holds: stages/iree.export). Returns {vmfb, inputs, mlir, dtypes, compile_flags} or
+    key holds: jobs/iree.export). Returns {vmfb, inputs, mlir, dtypes, compile_flags} or
     {failed: {stage, error}}: a model that does not export or compile at a revision is
     that revision's failed step, never a lost bisection. `export_only`: the export and
     the flags, no module (vmfb None): what suite_ab.same_module compares before anything
     is compiled."""
     from workflow.backends.iree import tools as iree
-    from workflow.stages.iree import compile_module, export
+    from workflow.jobs.iree import compile_module, export
 
     out.mkdir(parents=True, exist_ok=True)
     log, timeouts = str(out / "bisect.log"), prepared["timeouts"]
@@ -199,7 +199,7 @@ def build_cases(tree: Path, suite_rel: str, case_ids: list[str], label: str,
     id -> prepare's answer with the build's (built_under; `export_only`: exported, not
     compiled), or {"error"} for a case the revision cannot prepare."""
     from workflow.backends.iree import tools as iree
-    from workflow.stages import keys
+    from workflow.planning import keys
     from workflow.suite.load import load
 
     where = f"{suite_rel} at {label}"

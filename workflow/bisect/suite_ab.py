@@ -10,7 +10,7 @@ modules with the suite's `ab` stopping rule and the attribution of its dispatche
 (bisect/measure.measure_pair), unless both revisions built the same module byte for
 byte (a renamed variable, a comment: `same_module`), which is listed, not measured. A
 torch case whose inputs changed is measured as a suite's own torch pair is
-(stages/ab_torch: a long-lived worker per side, each importing its revision's model
+(comparisons/ab_torch: a long-lived worker per side, each importing its revision's model
 files, timed blocks interleaved), unless both revisions export the same torch program
 (`same_program`: the graph without names or debug locations, the weights and inputs).
 Before anything is compiled, both kinds are exported at both revisions at once and those
@@ -239,11 +239,11 @@ def _measure_iree(revs: Revisions, sorted_: dict, cache: Path, say) -> tuple[lis
 
 def torch_pair(revs: Revisions, keys: dict, case_id: str, cache: Path) -> dict:
     """The A/B row of a torch case at the two revisions: a suite's own torch pair's
-    protocol (stages/ab_torch.compare_torch_pair: a long-lived worker per side, timed
+    protocol (comparisons/ab_torch.compare_torch_pair: a long-lived worker per side, timed
     blocks interleaved, fresh workers every few rounds), each side's worker importing
     its own revision's model files; the base revision's `ab` settings and run timeout,
     as a bisection step takes them. A side that cannot run is a failed row."""
-    from workflow.stages.ab_torch import compare_torch_pair
+    from workflow.comparisons.ab_torch import compare_torch_pair
 
     sides = {role: keys[sha]["cases"][case_id]["torch_side"]
              for role, sha in (("base", revs.base), ("new", revs.new))}

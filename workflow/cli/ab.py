@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 
 from workflow.cli.options import EXIT_CODES, add_allow_inconclusive, gate_command
+from workflow.gating.gates import ab_gate
 from workflow.render import ab as ab_render
 from workflow.render.text import printable
-from workflow.stages.gates import ab_gate
 from workflow.stats.enums import ABVerdict
 from workflow.stats.ratio_text import ratio_text
 
@@ -96,7 +96,7 @@ def line(row: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Builds and judges the A/B rows (stages/gates.py), then prints a line per row and
+    """Builds and judges the A/B rows (gating/gates.py), then prints a line per row and
     the gate's lines; with --base/--new, the two revisions' comparison instead."""
     if args.base or args.new:
         return run_revisions(args)

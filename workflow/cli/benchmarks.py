@@ -5,7 +5,7 @@ A run with selection options (--dir, --model, ...) is not the suite's own run: i
 report holds other cases. So it works in a directory of its own,
 `runs/benchmarks-<hash>/` under the directory it is started in (the hash of the suite
 files and the options: the same selection finds its results again), and never replaces
-the suite's results/ (stages/suite_dir.py keeps one suite's from another's the same
+the suite's results/ (planning/suite_dir.py keeps one suite's from another's the same
 way). Without options it is the suite's run, where snakemake puts it."""
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Lists (or runs) the benchmark files a suite selects, with sharktank's options
-    (stages/sharktank.py selects them and builds the snakemake command)."""
-    from workflow.stages.sharktank import run_files_argv, select_files
+    (jobs/sharktank.py selects them and builds the snakemake command)."""
+    from workflow.jobs.sharktank import run_files_argv, select_files
 
     # The options as the suite's benchmark_files keys, those given only.
     override = {k: v for k, v in {
@@ -85,11 +85,11 @@ def run(args: argparse.Namespace) -> int:
 def anchored(config: dict, override: dict, given: dict | None = None) -> dict:
     """The --config sections of a run elsewhere: the user's own --config (`given`), the
     options, and every path of the suite relative to the directory the command was
-    started in made absolute from it (stages/suite_dir.anchor_paths), as a suite that
+    started in made absolute from it (planning/suite_dir.anchor_paths), as a suite that
     moves to runs/ has them."""
     import copy
 
-    from workflow.stages.suite_dir import CWD_RELATIVE, anchor_paths
+    from workflow.planning.suite_dir import CWD_RELATIVE, anchor_paths
     from workflow.suite.schema import deep_merge
 
     home = Path.cwd()

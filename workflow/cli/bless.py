@@ -45,9 +45,9 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plans the goldens (stages/bless.py), prints them and, with --yes, writes them."""
+    """Plans the goldens (commands/bless.py), prints them and, with --yes, writes them."""
+    from workflow.commands.bless import plan_bless
     from workflow.regression import goldens
-    from workflow.stages.bless import plan_bless
 
     blessing = plan_bless(args.report, args.goldens, sku=args.sku, cases=args.cases,
                           granularity=args.size_granularity,
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
               f"{len(plan.files)} file(s)" + (" and the benchmark files" if file_lines else ""))
         return 0
     if blessing.kept is not None:
-        from workflow.stages.baselines import keep
+        from workflow.baselines import keep
 
         added = keep.write(blessing.kept)  # before the goldens that name them
         print(f"stored {added / 2**20:.1f} MiB of baseline artifacts in {blessing.kept.store}")

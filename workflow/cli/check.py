@@ -19,7 +19,7 @@ from workflow.cli.options import (
     gate_settings,
 )
 from workflow.errors import ConfigError
-from workflow.stages.gates import check_report
+from workflow.gating.gates import check_report
 
 # Seconds `check` spends, in all, measuring again by default: the pairs of cases changed
 # since their goldens (a pair decides a small module in 10-40 s on 2 cores, stopping at
@@ -84,7 +84,7 @@ def at_least_one(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Judges the report (stages/gates.py) and prints the gate's lines."""
+    """Judges the report (gating/gates.py) and prints the gate's lines."""
     if args.against_history is not None:
         return run_against_history(args)
     store_options = [f for f, v in (("--store", args.store), ("--url", args.url)) if v]
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 def suite_goldens(configfile: Path) -> tuple[Path, str]:
     """The goldens directory of the suite `configfile` (its goldens.dir, relative to the
     working directory as a run reads it), and how a problem with it names it."""
-    from workflow.stages.plan import command_suite
+    from workflow.planning.plan import command_suite
 
     suite = command_suite([configfile], {})
     return Path(suite.config["goldens"]["dir"]), f"goldens.dir of {configfile}"
@@ -117,10 +117,10 @@ def suite_goldens(configfile: Path) -> tuple[Path, str]:
 
 def run_against_history(args: argparse.Namespace) -> int:
     """--against-history N: the report judged against the store's last N runs of each
-    case (stages/gates.check_against_history), the store opened to read as `benchflow
+    case (gating/gates.check_against_history), the store opened to read as `benchflow
     history detect` opens it."""
     from workflow.cli.history import _open
-    from workflow.stages.gates import check_against_history
+    from workflow.gating.gates import check_against_history
 
     if args.goldens is not None:
         raise ConfigError(["--against-history and --goldens are exclusive: judge against "

@@ -170,10 +170,10 @@ def _store_options(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args, create: bool = False, write: bool = False):
-    """(stages.history, the suite's history settings, the store, where it is). An
+    """(commands.history, the suite's history settings, the store, where it is). An
     embedded store opened to read is read from a snapshot (history/layout.py); ingest
     (`create`) may make one; remove writes one that exists."""
-    from workflow.stages import history
+    from workflow.commands import history
 
     config = history.history_config(args.configfile)
     where = history.where(config, store=args.store, url=args.url)
@@ -200,7 +200,7 @@ def _warn_unusable(st, where: str) -> None:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    from workflow.stages import history
+    from workflow.commands import history
 
     overrides = {k: getattr(args, k) for k in ("repo", "head_branch", "head_sha", "name")
                  if getattr(args, k)}
@@ -261,9 +261,9 @@ def run_remove(args: argparse.Namespace) -> int:
 
 
 def run_repair(args: argparse.Namespace) -> int:
+    from workflow.commands import history
     from workflow.errors import ConfigError
     from workflow.history import repair
-    from workflow.stages import history
 
     config = history.history_config(args.configfile)
     if args.store is None and config.get("url"):
@@ -373,11 +373,11 @@ def run_confirm(args: argparse.Namespace) -> int:
     from workflow.bisect import confirm
     from workflow.bisect.history import NAMED, store_settings
     from workflow.cli.bisect import default_cache
+    from workflow.commands import history
     from workflow.errors import ConfigError
     from workflow.history import query
     from workflow.records.storage import WriteError, write_json, write_text
     from workflow.render import alerts as listing
-    from workflow.stages import history
     from workflow.suite.defaults import history_settings
 
     _check_confirm(args)

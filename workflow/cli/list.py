@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from workflow.backends.torch.recipes import RECIPE_HELP
     from workflow.benchfile.attach import attach
     from workflow.models.registry import suite_models
-    from workflow.stages.plan import command_suite
+    from workflow.planning.plan import command_suite
 
     # The default suite unless --configfile names others, with --config over them as a
     # run has it, loaded first: that imports its model_modules, whose models are listed
@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     # with why, which the run records as skipped cases.
     files = attach(suite)
     if args.configfile:
-        # What running it would take, before it runs (stages/plan_time.py); before the
+        # What running it would take, before it runs (planning/plan_time.py); before the
         # cases, whose list follows their count.
-        from workflow.stages.plan_time import estimate, plan_line
+        from workflow.planning.plan_time import estimate, plan_line
 
         print(plan_line(estimate(suite)))
     print(cases_line(len(suite.cases), len(files.cases), len(files.skipped), args.cases))

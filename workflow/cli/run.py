@@ -32,8 +32,8 @@ import argparse
 import os
 import sys
 
+from workflow.commands.single_run import LOCK_WAIT_S, SOURCE, run_one
 from workflow.errors import REASON_CHARS, ConfigError, error_line
-from workflow.stages.single_run import LOCK_WAIT_S, SOURCE, run_one
 from workflow.stats.enums import Status
 
 # Forge's -df names (and ours) -> benchflow dtypes. Forge's block-float formats are

@@ -1,5 +1,5 @@
 """`benchflow validate`: checks files without running anything, collecting every problem
-(stages/validate.py, which also says how a file's kind is told: by content, not name).
+(commands/validate.py, which also says how a file's kind is told: by content, not name).
 A warning (a `warning:` line on stderr) is what only a run asking for the gate would be
 refused for; the file is still valid (exit 0).
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from workflow.commands.validate import KINDS, check_file
 from workflow.render.text import printable
-from workflow.stages.validate import KINDS, check_file
 
 
 def add_parser(sub) -> None:

@@ -7,6 +7,6 @@ schedule) and `layout` (randomized memory layout). IREE cases, torch cases and A
 supply only a runner: how to make one invocation.
 
 Imports: workflow.stats (intervals, sequential plans, paired tests) and workflow.errors
-only; stages, suite and the torch worker import it. It starts no process itself: a
+only; the stage rooms, suite and the torch worker import it. It starts no process itself: a
 runner does (through workflow.backends.proc).
 """

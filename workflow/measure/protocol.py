@@ -91,7 +91,7 @@ def measure(run: Runner, ids: list[str], m: dict,
             targets: dict[str, dict] | None = None) -> dict[str, Measured]:
     """Invokes the members `ids` until each is decided (module doc); m is the SKU's
     `measurement` section, `targets` a member's own target width ({rel_width, source}:
-    what it will be judged by, stages/targets.py). Each member spends its own budget_s:
+    what it will be judged by, planning/targets.py). Each member spends its own budget_s:
     the seconds of its own invocations where the runner timed them alone
     (Observation.seconds), else of the rounds since the first. Returns id -> Measured,
     its `sampling` ready for the timing section (noisy_reruns, stop_reason, and for
@@ -172,7 +172,7 @@ def _decided(member: Measured, m: dict, plan: sequential.Plan | None, spent: flo
         "ci95_ms": interval if (decision.level or 0) >= 0.95 else None,
         "ci_level": decision.level if interval else None,
         "target_rel_width": plan.target_rel_width, "rel_width": decision.rel_width,
-        # What set the target: the SKU's, or a golden's tolerance (stages/targets.py).
+        # What set the target: the SKU's, or a golden's tolerance (planning/targets.py).
         "target_source": m.get("target_source", "measurement.target_rel_width"),
         "sequential": {"looks": list(plan.looks), "alpha": plan.alpha,
                        "target_rel_width": plan.target_rel_width,

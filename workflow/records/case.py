@@ -207,7 +207,7 @@ def torch_provenance(sku: dict, char: dict) -> dict:
                if os.environ.get("SLURM_JOB_ID") else {}),
             **slot_provenance(),
             **{k: char[k] for k in TORCH_GPU_KEYS if char.get(k) is not None},
-            # The worker's output passed the log's cap (stages/torch._note_log_cut).
+            # The worker's output passed the log's cap (jobs/torch._note_log_cut).
             **({"log_cut": char["log_cut"]} if char.get("log_cut") else {})}
 
 

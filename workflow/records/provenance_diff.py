@@ -4,7 +4,7 @@ model's sources, the SKU's device. A diff, one line per difference, never two du
 
 Read from a case record (workflow/schemas/report.schema.json, $defs/case): `compile.flags`
 and `compile.compiler_version`; its `provenance` (records/case.py's case_provenance and
-torch_provenance, stages/torch.py's interpreter_provenance): host, torch_threads,
+torch_provenance, jobs/torch.py's interpreter_provenance): host, torch_threads,
 iree_device, task_topology_max_group_count, iree_runtime_version, torch_version,
 torchao_version, gpu_name, and, where a record has them, `builds` ({tool: build string},
 backends/builds.py's) and `model_sources` ({file: digest}, models/registry.py's

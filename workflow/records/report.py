@@ -30,7 +30,7 @@ def build_report(cases: list[dict], *, suite_name: str, config_hash: str,
                  notes: list[str] = ()) -> dict:
     """The report of `cases`; `git_sha` is the code's commit (backends/git.py: records
     runs no tool), None where it is unknown; `notes` what the suite changed of its
-    files' own settings (stages.plan.report_notes), in provenance.notes when any."""
+    files' own settings (planning.plan.report_notes), in provenance.notes when any."""
     starts = [c["provenance"].get("started_at") for c in cases if c["provenance"].get("started_at")]
     report = {
         "schema_version": SCHEMA_VERSION,

@@ -112,7 +112,7 @@ class Finding:
 def _detail(g: dict) -> str:
     parts = []
     if g.get("verdict") == Verdict.REGRESSION:
-        if g.get("basis") == "paired":  # stages/baselines/pair.py: the pair decided
+        if g.get("basis") == "paired":  # baselines/pair.py: the pair decided
             parts.append(f"time {g.get('reason')}")
         elif g.get("ratio") is not None:
             level = (f" (of its run's level: the {g['drift']['group']} cases moved "

@@ -32,7 +32,7 @@ KIND = "benchflow-goldens"
 # `measurement_config`, so that a case measured otherwise is not judged against it, and
 # `run_medians_ms` (one per run of a pooled golden), so that it is judged run by run;
 # 1.3: `baseline`, what measures the golden's baseline again beside a later run
-# (stages/baselines/keep.py), its files in the artifact store (artifacts.py).
+# (baselines/keep.py), its files in the artifact store (artifacts.py).
 SCHEMA_VERSION = "1.3"
 DEFAULT_GRANULARITY = 1024  # bytes; sizes are blessed rounded up to a multiple of it
 

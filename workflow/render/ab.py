@@ -81,7 +81,7 @@ def _cells(row: dict) -> list[str]:
 def why_lines(row: dict) -> list[str]:
     """Under a row: the dispatches behind its change (said for a regression or an
     improvement, or when the dispatch set changed) and what differs between the two
-    SKUs; nothing for a row without profiles (stages/ab.row_attribution)."""
+    SKUs; nothing for a row without profiles (comparisons/ab.row_attribution)."""
     e = row.get("attribution")
     decided = row["verdict"] in (ABVerdict.REGRESSION, ABVerdict.IMPROVEMENT)
     if not e or not (decided or e["structural"]):

@@ -2,7 +2,7 @@
 case or A/B row, an ETA after each finished job, and a summary. Pure: events are dicts
 (the JSON mode prints them as they are), and each has one line of text for a reader. The
 Snakemake logger plugin (snakemake_logger_plugin_benchflow) prints them; what they are
-made from is read by workflow/stages/progress.py.
+made from is read by workflow/commands/progress.py.
 
 Statuses, intervals and verdicts are the reports' own (render/common.py), so a case
 reads the same here as in report.md."""

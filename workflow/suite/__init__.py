@@ -4,5 +4,5 @@ Loading and schema validation with defaults (`schema`), expansion into workloads
 cases (`load`), torchao's shape generators (`shapes`), and torchao microbenchmark YAML
 (`torchao`). IREE sharktank benchmark JSON is its peer package's, workflow/benchfile.
 Imports only lower layers: backends (recipe names, IREE flags), records, models, stats,
-errors, paths; never benchfile, stages, regression or cli.
+errors, paths; never benchfile, the stage rooms, regression or cli.
 """

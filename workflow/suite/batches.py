@@ -12,7 +12,7 @@ def by_workload_hash(cases: list, size: int) -> list[tuple[str, list]]:
     """One SKU's cases in about count / size batches (a power of two), by a hash of the
     workload id, not by position: adding or removing a workload changes the members of
     one batch only (all of them when the count crosses a power of two; an IREE batch
-    job then reuses every unchanged case's results, stages/iree_batch.py). Each batch keeps
+    job then reuses every unchanged case's results, jobs/iree_batch.py). Each batch keeps
     the cases' order."""
     buckets = 1 << max(0, math.ceil(len(cases) / size) - 1).bit_length()
     out: dict[str, list] = {}

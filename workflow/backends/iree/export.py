@@ -55,7 +55,7 @@ def graph_stats(graph) -> dict:
 # run_decompositions functionalises it (detach_ goes) and decomposes the few ops the
 # importer has no op for, then the value-preserving aliasing ops it keeps (detach,
 # alias) are dropped. It lives here, not in a module of its own, so that the exporter's
-# content key (stages/keys.EXPORTER: this file's digest) changes with it.
+# content key (planning/keys.EXPORTER: this file's digest) changes with it.
 
 
 def iree_decompositions() -> dict:
@@ -223,6 +223,6 @@ if __name__ == "__main__":
 
     # The model runs in this process and may end it with any status (os._exit in its
     # forward): only benchflow's own failure leaves the marker beside the result file
-    # that makes the parent take the exit for our bug (stages/iree._export_worker).
+    # that makes the parent take the exit for our bug (jobs/iree._export_worker).
     with marking_own_bug(sys.argv[-1]):
         worker_main(main)

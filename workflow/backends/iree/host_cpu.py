@@ -3,7 +3,7 @@ machine (issue 47).
 
 `host` is resolved by the compiler on the machine that compiles, so one suite compiled on
 a Rocket Lake (AVX-512) and then on a Zen 2 is two different modules under one SKU
-setting. The case keys (stages/keys.py) hold this machine's CPU model, not the word
+setting. The case keys (planning/keys.py) hold this machine's CPU model, not the word
 `host`, so that a results directory taken to another machine measures again there
 instead of reusing another CPU's modules and timings.
 

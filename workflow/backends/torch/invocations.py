@@ -37,7 +37,7 @@ def timed_invocations(warm: dict[str, tuple], plan: dict, starting) -> dict[str,
     """The timed invocations of warm cases (case id -> (case, prepared, cost)) by the
     protocol (measure.protocol.measure): rounds of one invocation of each case still
     measuring, each a forked child or an in-process block (_can_fork), each case with its
-    own budget and target width (its `target`: a golden's question, stages/targets.py).
+    own budget and target width (its `target`: a golden's question, planning/targets.py).
     `starting(case_id)` is called before each invocation. Per case its `timing`, or
     `run_error`."""
     m = plan["measurement"]

@@ -1,4 +1,4 @@
-"""Torch measurements in a worker process (the stage: workflow/stages/torch.py).
+"""Torch measurements in a worker process (the stage: workflow/jobs/torch.py).
 
     python -m workflow.backends.torch.worker PLAN_JSON batch|serve
 
@@ -128,7 +128,7 @@ def groups(cases: list[dict], cap_bytes: float) -> list[list[dict]]:
 
 
 def serve(plan: dict, commands=sys.stdin) -> None:
-    """A long-lived worker of an A/B pair (stages/ab_torch.py): the plan's one case is
+    """A long-lived worker of an A/B pair (comparisons/ab_torch.py): the plan's one case is
     prepared once (built, quantized, compiled, warmed up), then each "time" line read from
     `commands` runs one timed block of plan["block_s"] seconds, and a "profile" line the
     case's per-op profile (ops_profile.profile_ops: a "profile" line, its `kernels`).
@@ -234,7 +234,7 @@ def _started(plan: dict) -> float | None:
 if __name__ == "__main__":
     # benchflow's own bug (an exception raised in our code, or _failed's exit) exits
     # OWN_BUG_EXIT with the marker beside the plan, which the parent needs to fail the
-    # job; a model's own exit, with any status, is its case's failure (stages/torch.py).
+    # job; a model's own exit, with any status, is its case's failure (jobs/torch.py).
     with marking_own_bug(sys.argv[1]):
         worker_main(main)
     # Every result is out: end without the interpreter's teardown of torch and
