@@ -99,8 +99,10 @@ def daemon_pids(state: Path) -> dict[str, int]:
     return {p.name.split(".")[0]: int(p.read_text()) for p in state.glob("*.daemon.pid")}
 
 
-@pytest.fixture(scope="module")
-def cluster(request, tmp_path_factory):
+def start_cluster(request, state: Path, env: dict | None = None) -> dict[str, str]:
+    """tests/slurm/start_slurm.sh's cluster in `state` (env: its settings, e.g. fake GPUs)
+    and the values it wrote; the test skipped unless `-m slurm` names it, unavailable
+    (a skip, or a failure under BENCHFLOW_REQUIRE_SLURM) where it cannot run here."""
     # addopts deselect these tests, but any other -m (say "not e2e") replaces that: they
     # start daemons and take minutes, so only a marker expression naming them runs them.
     markexpr = request.config.getoption("markexpr") or ""
@@ -111,8 +113,7 @@ def cluster(request, tmp_path_factory):
     if not shutil.which("apt-get") and not all(
             shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")):
         unavailable("SLURM is not installed and there is no apt-get to install it")
-    state = tmp_path_factory.mktemp("slurm-cluster")
-    start = subprocess.run([str(SLURM_DIR / "start_slurm.sh"), str(state)],
+    start = subprocess.run([str(SLURM_DIR / "start_slurm.sh"), str(state)], env=env,
                            capture_output=True, text=True, timeout=900)
     if start.returncode != 0:
         stop = subprocess.run([str(SLURM_DIR / "stop_slurm.sh"), str(state)],
@@ -121,7 +122,13 @@ def cluster(request, tmp_path_factory):
         if start.returncode == 3:  # the script's "cannot run here" (no root, foreign config)
             unavailable(reason)
         pytest.fail(reason + stop.stderr)
-    values = dict(line.split("=", 1) for line in (state / "env").read_text().split())
+    return dict(line.split("=", 1) for line in (state / "env").read_text().split())
+
+
+@pytest.fixture(scope="module")
+def cluster(request, tmp_path_factory):
+    state = tmp_path_factory.mktemp("slurm-cluster")
+    values = start_cluster(request, state)
     env = {**os.environ, "SLURM_CONF": values["SLURM_CONF"],
            "BENCHFLOW_SLURM_ACCOUNT": ACCOUNT,
            "BENCHFLOW_SLURM_PARTITION": values["BENCHFLOW_SLURM_PARTITION"]}

@@ -13,14 +13,13 @@ tests/test_slurm.py.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_slurm import SLURM_DIR, daemon_pids, unavailable
+from tests.test_slurm import SLURM_DIR, daemon_pids, start_cluster
 from workflow.planning.placement import slurm_cpus_per_gpu, slurm_gres, slurm_timing_extra
 
 pytestmark = pytest.mark.slurm
@@ -32,26 +31,9 @@ HOLD_S = 20  # long enough that the eight jobs' runs overlap however slowly they
 
 @pytest.fixture(scope="module")
 def cluster8(request, tmp_path_factory):
-    markexpr = request.config.getoption("markexpr") or ""
-    if "slurm" not in markexpr or "not slurm" in markexpr:
-        pytest.skip("starts a SLURM cluster: selected only with -m slurm")
-    if os.geteuid() != 0:
-        unavailable("needs root: slurmd runs jobs as their user and the packages come from apt")
-    if not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")) \
-            and not shutil.which("apt-get"):
-        unavailable("SLURM is not installed and there is no apt-get to install it")
     state = tmp_path_factory.mktemp("slurm-8gpu")
-    env = {**os.environ, "BENCHFLOW_SLURM_GPUS": str(GPUS),
-           "BENCHFLOW_SLURM_CPUS": str(GPUS * 2)}
-    start = subprocess.run([str(SLURM_DIR / "start_slurm.sh"), str(state)], env=env,
-                           capture_output=True, text=True, timeout=900)
-    if start.returncode != 0:
-        subprocess.run([str(SLURM_DIR / "stop_slurm.sh"), str(state)], timeout=120)
-        reason = f"start_slurm.sh exited {start.returncode}: {start.stderr.strip()[-2000:]}"
-        if start.returncode == 3:
-            unavailable(reason)
-        pytest.fail(reason)
-    values = dict(line.split("=", 1) for line in (state / "env").read_text().split())
+    values = start_cluster(request, state, {**os.environ, "BENCHFLOW_SLURM_GPUS": str(GPUS),
+                                            "BENCHFLOW_SLURM_CPUS": str(GPUS * 2)})
     pids = daemon_pids(state)
     try:
         yield {**os.environ, "SLURM_CONF": values["SLURM_CONF"]}, \
