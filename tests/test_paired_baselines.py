@@ -2,8 +2,8 @@
 was blessed (baselines/): on real runs of a suite with two user models on IREE
 and torch-eager, blessed once.
 
-- unchanged: the same run checked against goldens whose times were halved (what a
-  machine that drifted by x2 shows): ok by construction, each case's drift said;
+- unchanged: the same run checked against goldens whose times were quartered (what a
+  machine that drifted by x4 shows): ok by construction, each case's drift said;
   --gate-on-machine and --unpaired judge the times as measured and fail;
 - paired: a rerun after one model's second layer was widened x8 and a variable of the
   other renamed: the widened cases are regressions decided by interleaved pairs with
@@ -119,14 +119,16 @@ def test_bless_keeps_each_baseline_by_content(blessed, capsys):
 
 @pytest.fixture(scope="module")
 def drifted(blessed):
-    """The goldens with every time halved: what this machine shows after drifting x2."""
+    """The goldens with every time quartered: what this machine shows after drifting x4.
+    (x2 was too little: on CI's loaded machine a run's interval of the widened case
+    reached back below x2's margin, and the numbers' verdict was inconclusive.)"""
     wd, _ = blessed
     drifted = wd / "g-drifted"
     shutil.copytree(wd / "goldens", drifted)
     data = json.loads((drifted / "sync.json").read_text())
     for entry in data["cases"].values():
-        entry["invocation_medians_ms"] = [x / 2 for x in entry["invocation_medians_ms"]]
-        entry["median_ms"] /= 2
+        entry["invocation_medians_ms"] = [x / 4 for x in entry["invocation_medians_ms"]]
+        entry["median_ms"] /= 4
     (drifted / "sync.json").write_text(json.dumps(data))
     return drifted
 
@@ -185,7 +187,7 @@ def test_the_nightly_recipes_check_step_as_written(blessed, drifted, service, tm
 @pytest.mark.e2e
 def test_the_gate_rule_decides_unchanged_cases_too(blessed, drifted):
     """snakemake results/gate.json against the drifted goldens: the report step judges
-    each case a x2 regression from the numbers, the gate rule finds every case unchanged
+    each case a x4 regression from the numbers, the gate rule finds every case unchanged
     since blessed and passes; with goldens.gate_on_machine it fails on the drift."""
     wd, _ = blessed
     for on_machine in (False, True):
