@@ -294,8 +294,9 @@ def test_torchaos_h100_file_spreads_its_batches_over_eight_fake_gpus(tmp_path, m
         for case in cases:
             assert batch_of.setdefault(case.workload.id, key) == key
     (line,) = batch_lines(suite)
-    assert line.startswith(f"benchflow: torch batches of SKU cuda: {len(sizes)} of "
-                           f"{min(sizes)} to {max(sizes)} cases (240 cases; 8 timing slots"), line
+    spread = f"{min(sizes)}" + ("" if min(sizes) == max(sizes) else f" to {max(sizes)}")
+    assert line.startswith(f"benchflow: torch batches of SKU cuda: {len(sizes)} of {spread} "
+                           "cases (240 cases; 8 timing slots"), line
     assert "torch_batch_size 64 alone would cut 4" in line
     for gpus, slurm in ((1, False), (0, False), (8, True)):
         suite = load([H100_FILE])

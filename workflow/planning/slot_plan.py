@@ -135,9 +135,10 @@ def batch_lines(suite) -> list[str]:
             continue
         sizes = sorted(len(m) for (s, _), m in suite.torch_batches.items() if s == sku)
         by_size = len(by_workload_hash(cases, size))
+        spread = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]} to {sizes[-1]}"
         lines.append(
-            f"benchflow: torch batches of SKU {sku}: {len(sizes)} of {sizes[0]} to "
-            f"{sizes[-1]} cases ({len(cases)} cases; {slots} timing slots measure them at "
+            f"benchflow: torch batches of SKU {sku}: {len(sizes)} of {spread} "
+            f"cases ({len(cases)} cases; {slots} timing slots measure them at "
             f"once; at least {MIN_TORCH_BATCH_CASES} cases a batch, so that a worker's start "
             f"is paid rarely; torch_batch_size {size} alone would cut {by_size})")
     return lines

@@ -56,8 +56,10 @@ def spread(cases: list, digests: list[int], count: int, minimum: int) -> list[tu
     (a workload goes where its middle falls; a batch left under `minimum` joins the one
     before it). Buckets of the hash alone are uneven where workloads are few (torchao's
     H100 file: 24 workloads of 10 cases in 8 buckets of 20 to 60 cases), and the largest
-    decides when the last slot is done. Adding a workload moves at most one workload
-    across each cut after it; a torch batch reuses the moved cases' records
+    decides when the last slot is done. Adding or removing a workload shifts each cut by
+    at most its share of a batch (its cases x count / all cases), so the workloads near a
+    cut may move to the batch beside (removing one of the file's 24 workloads moved 0 to
+    4 of the others); a torch batch reuses the moved cases' records
     (jobs/torch_journal.py), so a move costs a job that assembles them, not a measurement."""
     sizes: dict[int, int] = {}
     for d in digests:
