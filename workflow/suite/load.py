@@ -471,7 +471,8 @@ def _batch_torch_cases(suite: Suite, slots: dict[str, int] | None = None) -> Non
 
 def spread_torch_batches(suite: Suite, slots: dict[str, int]) -> None:
     """The suite's torch batches made again for `slots` (SKU -> timing slots that measure
-    its batches at once): planning/plan.load_suite's, for the machine the run plans on."""
+    its batches at once): planning/slot_plan.spread_over_slots cuts them so for the
+    machine the run is planned on."""
     _batch_torch_cases(suite, slots)
 
 
