@@ -345,3 +345,19 @@ def test_a_job_that_reads_the_snakefile_again_cuts_the_planners_batches(tmp_path
     alone = load([H100_FILE])
     spread_over_slots(alone, main=False, slurm=False, environ={})
     assert layout(alone) == layout(load([H100_FILE]))
+
+
+def test_a_spread_counts_the_batches_cut_not_the_hash_buckets():
+    """Three workloads of 20 cases that hash into one of the size rule's 4 buckets
+    (torch_batch_size 16) make one batch, not 4: with 3 slots the spread still cuts 3."""
+    from types import SimpleNamespace
+
+    from workflow.suite.batches import _digest, by_workload_hash
+
+    ids = [w for w in (f"w{i}" for i in range(1000)) if _digest(w) % 4 == 0][:3]
+    cases = [SimpleNamespace(workload=SimpleNamespace(id=w), n=n) for w in ids
+             for n in range(20)]
+    assert len(by_workload_hash(cases, 16)) == 1
+    got = by_workload_hash(cases, 16, slots=3)
+    assert sorted(len(members) for _, members in got) == [20, 20, 20]
+    assert all(len({c.workload.id for c in members}) == 1 for _, members in got)

@@ -39,14 +39,15 @@ def by_workload_hash(cases: list, size: int, slots: int = 1,
     each keeps `minimum` cases (spread)."""
     digests = [_digest(c.workload.id) for c in cases]
     buckets = size_buckets(len(cases), size)
-    spread_to = min(slots, len(cases) // minimum)
-    if size > 1 and spread_to > buckets:
-        return spread(cases, digests, spread_to, minimum)
     out: dict[str, list] = {}
     for case, digest in zip(cases, digests, strict=True):
         # Size 1: a job per workload, named by the hash itself (no two workloads share one).
         bucket = digest if size == 1 else digest % buckets
         out.setdefault(f"b{bucket}", []).append(case)
+    # Counted as cut, not as buckets: a bucket no workload hashes to is no batch.
+    spread_to = min(slots, len(cases) // minimum)
+    if size > 1 and spread_to > len(out):
+        return spread(cases, digests, spread_to, minimum)
     return list(out.items())
 
 
