@@ -23,10 +23,12 @@ from workflow.planning.plan_time import plan_check
 from workflow.planning.profile_check import profile_refusal
 from workflow.planning.placement import default_resource, slurm_in_use, slurm_warnings
 from workflow.planning.slot_plan import (
+    batch_lines,
     on_gpu,
     plan_lines,
     slot_count,
     slots_needed,
+    spread_over_slots,
     timing_threads,
     torch_batch_on_gpu,
 )
@@ -50,6 +52,12 @@ if workflow.is_main_process:
 # traceback, no job.
 try:
     SUITE = load_suite(workflow.overwrite_configfiles, workflow.config_settings.config)
+    # A SKU's torch batches spread over the timing slots that measure them at once (one
+    # per GPU here; under SLURM the size rule alone), each of at least 16 cases; decided
+    # here and inherited by the run's jobs (planning/slot_plan.py, docs/torch.md).
+    spread_over_slots(SUITE, main=workflow.is_main_process,
+                      slurm=slurm_in_use(workflow.resource_settings.default_resources,
+                                         sys.argv))
     # Where this suite works: a directory belongs to one suite, so that two suites never
     # overwrite each other's results and reports (workflow/planning/suite_dir.py). Decided
     # before any path of the suite is read, as the suite may move to a directory of its
@@ -154,7 +162,7 @@ if "bench_slot" not in workflow.global_resources:
 BENCH_SLOTS = min(BENCH_SLOTS, int(getattr(workflow.global_resources["bench_slot"], "value",
                                            workflow.global_resources["bench_slot"])))
 if workflow.is_main_process:
-    for line in plan_lines(SUITE.config):
+    for line in plan_lines(SUITE.config) + batch_lines(SUITE):
         print(line, file=sys.stderr)
 # The timing jobs without a slot of their own (benchmark files, A/B pairs, peaks, the
 # gate's re-measurement) hold every slot and every core (Snakemake caps threads at

@@ -197,16 +197,17 @@ H100_FILE = (Path(__file__).parent / "data" / "upstream" / "torchao" / "publishe
 
 @pytest.mark.e2e
 def test_torchaos_h100_file_plans_its_batches_onto_eight_gpu_slots(tmp_path):
-    """The plan of torchao's H100 file on a node whose nvidia-smi lists 8 GPUs (16 CPUs):
-    8 bench_slot units, each batch holds one and its slot's 2 cores, so 8 batches time
-    at once; without a GPU the same batches hold the machine one after another."""
+    """The plan of torchao's H100 file on a node whose nvidia-smi lists 8 GPUs (16 CPUs),
+    at the default torch_batch_size: 8 bench_slot units, its 240 cases spread over 8
+    batches or more (the plan says how), each holding one slot and its 2 cores, so 8
+    batches time at once; without a GPU the size rule's 4 batches hold the machine one
+    after another."""
     from tests.conftest import snakemake
 
     fake_smi(tmp_path / "bin")
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
            machine.FAKE_CPUS_ENV: "0-15"}
-    args = ("-n", "results/report.json", "--configfile", str(H100_FILE),
-            "--config", "torch_batch_size=16")
+    args = ("-n", "results/report.json", "--configfile", str(H100_FILE))
     proc = snakemake(tmp_path, *args, "--cores", "16", env=env)
     slots = [line for line in proc.stderr.splitlines() if "GPU timing slots" in line]
     assert len(slots) == 1 and slots[0].startswith("benchflow: 8 GPU timing slots"), proc.stderr
@@ -214,12 +215,14 @@ def test_torchaos_h100_file_plans_its_batches_onto_eight_gpu_slots(tmp_path):
     jobs = [b for b in proc.stdout.split("rule ")[1:] if b.startswith("run_torch:")]
     assert len(jobs) >= 8
     assert all("bench_slot=1," in j and "threads: 2\n" in j for j in jobs), jobs[0]
+    assert f"benchflow: torch batches of SKU cuda: {len(jobs)} of " in proc.stderr
     # No GPU listed: every batch holds the machine's one slot and every core.
     env["PATH"] = os.environ["PATH"]
     cpu = snakemake(tmp_path, *args, "--cores", "16", env=env)
     jobs = [b for b in cpu.stdout.split("rule ")[1:] if b.startswith("run_torch:")]
-    assert jobs and all("bench_slot=1," in j and "threads: 16\n" in j for j in jobs)
-    assert "GPU timing slots" not in cpu.stderr
+    assert len(jobs) == 4
+    assert all("bench_slot=1," in j and "threads: 16\n" in j for j in jobs)
+    assert "GPU timing slots" not in cpu.stderr and "torch batches of SKU" not in cpu.stderr
 
 
 def test_slots_are_no_part_of_a_cases_key(monkeypatch):
@@ -240,3 +243,121 @@ def test_slots_are_no_part_of_a_cases_key(monkeypatch):
     sku = plain.sku(next(iter(plain.config["skus"])))
     assert sku_settings(sku) == sku_settings(
         {**sku, "slurm": {**sku["slurm"], "exclusive": True, "cpus_per_gpu": 3}})
+
+
+def spread_on(monkeypatch, tmp_path, suite, gpus: int, slurm: bool = False) -> dict:
+    """The suite's torch batches spread as the planning process spreads them on a
+    16-CPU node whose nvidia-smi lists `gpus` GPUs (none: no nvidia-smi); the
+    environment it leaves for the run's jobs."""
+    from workflow.planning import slot_plan
+
+    bin_dir = tmp_path / f"bin{gpus}"
+    if gpus:
+        fake_smi(bin_dir, gpus)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}" if gpus else "/usr/bin:/bin")
+    monkeypatch.setenv(machine.FAKE_CPUS_ENV, "0-15")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    slot_plan.this_machine.cache_clear()
+    env: dict = {}
+    try:
+        slot_plan.spread_over_slots(suite, main=True, slurm=slurm, environ=env)
+    finally:
+        slot_plan.this_machine.cache_clear()
+    return env
+
+
+def layout(suite) -> dict:
+    return {key: [c.id for c in cases] for key, cases in suite.torch_batches.items()}
+
+
+@pytest.mark.tool  # starts the fake nvidia-smi
+def test_torchaos_h100_file_spreads_its_batches_over_eight_fake_gpus(tmp_path, monkeypatch):
+    """240 GPU cases on 8 GPUs: at least 8 batches (the size rule alone cuts 4, which
+    leaves 4 GPUs idle), each of at least the minimum, a workload's cases in one; the
+    plan says so. One GPU, no GPU, or SLURM (whose concurrency is not known here): the
+    size rule's batches, as before."""
+    from workflow.planning.slot_plan import BATCH_SLOTS_ENV, batch_lines
+    from workflow.suite.batches import MIN_TORCH_BATCH_CASES
+    from workflow.suite.load import load
+
+    before = layout(load([H100_FILE]))
+    assert len(before) == 4
+    suite = load([H100_FILE])
+    env = spread_on(monkeypatch, tmp_path, suite, 8)
+    assert json.loads(env[BATCH_SLOTS_ENV]) == {"gpu": 8, "cpu": 1}
+    sizes = [len(cases) for cases in suite.torch_batches.values()]
+    assert len(sizes) >= 8 and min(sizes) >= MIN_TORCH_BATCH_CASES, sizes
+    assert sorted(c for ids in layout(suite).values() for c in ids) == \
+        sorted(c for ids in before.values() for c in ids)
+    batch_of = {}
+    for key, cases in suite.torch_batches.items():
+        for case in cases:
+            assert batch_of.setdefault(case.workload.id, key) == key
+    (line,) = batch_lines(suite)
+    spread = f"{min(sizes)}" + ("" if min(sizes) == max(sizes) else f" to {max(sizes)}")
+    assert line.startswith(f"benchflow: torch batches of SKU cuda: {len(sizes)} of {spread} "
+                           "cases (240 cases; 8 timing slots"), line
+    assert "torch_batch_size 64 alone would cut 4" in line
+    for gpus, slurm in ((1, False), (0, False), (8, True)):
+        suite = load([H100_FILE])
+        spread_on(monkeypatch, tmp_path, suite, gpus, slurm)
+        assert layout(suite) == before, (gpus, slurm)
+        assert batch_lines(suite) == []
+
+
+@pytest.mark.tool
+def test_a_small_gpu_suite_on_eight_gpus_gets_the_batches_the_minimum_allows(
+        tmp_path, monkeypatch):
+    """A worker's start is paid once a batch: 5 cases stay one batch on 8 GPUs; 40
+    cases make 2 (40 // 16), not 8 of 5."""
+    from tests.conftest import FAST_MEASUREMENT, tiny_suite, write_suite
+    from workflow.suite.batches import MIN_TORCH_BATCH_CASES
+    from workflow.suite.load import load
+
+    got = {}
+    for count in (5, 40):
+        cfg = tiny_suite(workloads=[{"model": "linear", "device": "cuda",
+                                     "shapes": [[4, 8 + i, 8] for i in range(count)]}],
+                         backends=["torch-eager"])
+        cfg["skus"] = {"gpu": {"torch": {"threads": 1}, "measurement": dict(FAST_MEASUREMENT)}}
+        suite = load([write_suite(tmp_path / f"s{count}.yaml", cfg)])
+        spread_on(monkeypatch, tmp_path, suite, 8)
+        got[count] = sorted(len(cases) for cases in suite.torch_batches.values())
+    assert got[5] == [5]
+    assert len(got[40]) == 40 // MIN_TORCH_BATCH_CASES and sum(got[40]) == 40
+    assert min(got[40]) >= MIN_TORCH_BATCH_CASES, got
+
+
+@pytest.mark.tool
+def test_a_job_that_reads_the_snakefile_again_cuts_the_planners_batches(tmp_path,
+                                                                       monkeypatch):
+    """A SLURM job's snakemake reads the Snakefile again on its node, where it sees one
+    GPU (or none): it takes the planning process's slots from the environment and cuts
+    the same batches, so its batch exists; without them, the size rule's."""
+    from workflow.planning.slot_plan import spread_over_slots
+    from workflow.suite.load import load
+
+    planned = load([H100_FILE])
+    env = spread_on(monkeypatch, tmp_path, planned, 8)
+    node = load([H100_FILE])
+    spread_over_slots(node, main=False, slurm=False, environ=env)
+    assert layout(node) == layout(planned) and len(layout(node)) >= 8
+    alone = load([H100_FILE])
+    spread_over_slots(alone, main=False, slurm=False, environ={})
+    assert layout(alone) == layout(load([H100_FILE]))
+
+
+def test_a_spread_counts_the_batches_cut_not_the_hash_buckets():
+    """Three workloads of 20 cases that hash into one of the size rule's 4 buckets
+    (torch_batch_size 16) make one batch, not 4: with 3 slots the spread still cuts 3."""
+    from types import SimpleNamespace
+
+    from workflow.suite.batches import _digest, by_workload_hash
+
+    ids = [w for w in (f"w{i}" for i in range(1000)) if _digest(w) % 4 == 0][:3]
+    cases = [SimpleNamespace(workload=SimpleNamespace(id=w), n=n) for w in ids
+             for n in range(20)]
+    assert len(by_workload_hash(cases, 16)) == 1
+    got = by_workload_hash(cases, 16, slots=3)
+    assert sorted(len(members) for _, members in got) == [20, 20, 20]
+    assert all(len({c.workload.id for c in members}) == 1 for _, members in got)

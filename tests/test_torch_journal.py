@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -264,3 +265,50 @@ def test_a_worker_signalled_with_its_job_stops_the_batch_not_fails_its_case(tmp_
         run_pass(plan, "batch", cases, timeout_per_case=120, log=str(tmp_path / "log"),
                  finished=lambda cid, result: heard.append((cid, result)))
     assert stopped.value.code == 143 and heard == []
+
+
+@pytest.mark.tool
+def test_cases_in_batches_cut_again_are_reused_not_measured_again(tmp_path):
+    """The batches cut again (another count of timing slots, another torch_batch_size, a
+    workload added): a case a finished batch measured, now in another batch beside
+    other models, is reused there record for record, and only the new case is measured.
+    Snakemake has deleted the old batch's output by then; the SKU's store kept them."""
+    from tests.conftest import DATA, tiny_suite, write_suite
+    from tests.test_torch_bench import MEASURE
+    from workflow.jobs.torch import run_torch_batch
+    from workflow.suite.load import load
+
+    def suite_of(shapes, size):
+        cfg = tiny_suite(model_modules=[str(DATA / "extra_models.py")],
+                         workloads=[{"model": "linear", "shapes": shapes},
+                                    {"model": "conv_model"}],
+                         backends=["torch-eager"], torch_batch_size=size)
+        cfg["skus"] = {"host": {"torch": {"threads": 1}, "measurement": dict(MEASURE)}}
+        return load([write_suite(tmp_path / f"s{size}-{len(shapes)}.yaml", cfg)])
+
+    def run(suite, batch):
+        out = tmp_path / "results" / "torch" / "host" / batch
+        shutil.rmtree(out, ignore_errors=True)  # as Snakemake does before a job
+        cases = torch_batch_plan(suite, "host", batch)
+        records = run_torch_batch(cases=cases, backends=suite.config["torch_backends"],
+                                  sku=suite.sku("host"), tolerances=suite.config["accuracy"],
+                                  timeout_per_case=120, out_dir=str(out),
+                                  log=str(tmp_path / f"{batch}.log"),
+                                  content=torch_batch_content(suite, "host", batch))
+        return {r["id"]: r for r in records}, json.loads((out / "batch.json").read_text())
+
+    first = suite_of([[4, 8, 8], [8, 8, 8]], 64)
+    (batch,) = [b for _, b in first.torch_batches]
+    measured, info = run(first, batch)
+    assert len(measured) == 3 and info["reused"] == []
+    # One workload a batch now, a linear shape added: four batches of one workload.
+    again = suite_of([[4, 8, 8], [8, 8, 8], [2, 8, 8]], 1)
+    assert len(again.torch_batches) == 4
+    for _, name in again.torch_batches:
+        shutil.rmtree(tmp_path / "results" / "torch" / "host" / batch, ignore_errors=True)
+        got, info = run(again, name)
+        for cid, record in got.items():
+            if cid in measured:
+                assert cid in info["reused"] and record == measured[cid]
+            else:
+                assert info["reused"] == [] and record["status"] == "ok"

@@ -29,7 +29,7 @@ from workflow.errors import OwnBug
 from workflow.jobs.iree import RUN_ID_ENV
 from workflow.jobs.iree_batch import forced_by_command
 from workflow.jobs.model import now_iso
-from workflow.jobs.torch_journal import Journal, case_key, stopped_line
+from workflow.jobs.torch_journal import STORE, Journal, case_key, names_files, stopped_line
 from workflow.measure.disturbance import granted_cpus, outside_share
 from workflow.paths import torch_case_record
 from workflow.planning.keys import sources_of
@@ -265,7 +265,8 @@ def run_torch_batch(*, cases: list[dict], backends: dict[str, dict], sku: dict, 
         raise
     records = [reused[c["id"]] if c["id"] in reused else _record(c, got[c["id"]], sku, common)
                for c in cases]
-    _write_outputs(out, cases, records, journal, {
+    _write_outputs(out, cases, records, journal, {c["id"]: key[c["id"]] for c in cases},
+                   timeouts, {
         "cases": [c["id"] for c in cases], "seconds": time.monotonic() - t0,
         "threads": plan["threads"], "threads_decided": sku["torch"].get("threads_decided"),
         "reused": [c["id"] for c in cases if c["id"] in reused]})
@@ -282,10 +283,11 @@ def _record(case: dict, got: dict, sku: dict, common: dict) -> dict:
 
 
 def _write_outputs(out: Path, cases: list[dict], records: list[dict], journal: Journal,
-                   batch: dict) -> None:
+                   key: dict[str, str], timeouts: dict, batch: dict) -> None:
     """The batch's outputs, assembled from its journal and its worker's results: the
-    case records, the profiler files, batch.json, the members file; then the journal
-    goes (the outputs hold every case now). The batch directory is made aside and
+    case records, the profiler files, batch.json, the members file; then each case's
+    entry goes to the SKU's store (Journal.others: a batch cut again later reuses it)
+    and the journal goes (the outputs hold every case now). The batch directory is made aside and
     renamed into place whole, not before: a job stopped earlier leaves none, where
     Snakemake would keep one marked incomplete and refuse the same command again
     (without --rerun-incomplete)."""
@@ -303,18 +305,29 @@ def _write_outputs(out: Path, cases: list[dict], records: list[dict], journal: J
     # Beside the batch directory: what the Snakefile checks before the next run.
     write_files_members(str(out), {c["id"]: torch_case_record(str(out), c["identity"])
                                    for c in cases})
+    store = Journal(out, journal.dir.parent / STORE)
+    for case, data in zip(cases, records, strict=True):
+        if not names_files(data):
+            store.keep(case["identity"], key[case["id"]], data, timeouts)
     journal.clear()
 
 
 def _reusable(journal: Journal, cases: list[dict], key: dict, timeouts: dict, forced: bool,
               log: str) -> dict[str, dict]:
-    """The records an earlier, stopped run of the batch kept that verify (Journal.
-    reusable), by case id; none when the run was forced. One log line per case saying
-    whether it is reused or measured, and why."""
-    reused = {}
+    """The records that verify (Journal.reusable) of an earlier, stopped run of the
+    batch, else of an earlier run of another of the SKU's batches or of this one
+    (Journal.others), by case id; none when the run was forced. One log line per case
+    saying whether it is reused or measured, and why."""
+    reused, others = {}, journal.others()
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         for case in cases:
             record, why = journal.reusable(case["identity"], key[case["id"]], timeouts)
+            for other in others if record is None else ():
+                found, _ = other.reusable(case["identity"], key[case["id"]], timeouts)
+                if found is not None and not names_files(found):
+                    record, why = found, (f"reused: measured by an earlier run of the "
+                                          f"SKU's batches ({other.path(case['identity'])})")
+                    break
             if record is not None and not forced:
                 reused[case["id"]] = record
             elif record is not None:

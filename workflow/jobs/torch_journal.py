@@ -11,6 +11,17 @@ only the others. A finished batch assembles its outputs from the journal and its
 worker's results, then removes the journal: a forced or changed batch measures again.
 A case the batch was measuring when it was stopped gets an entry saying so (`stopped`:
 its phase and seconds), never reused: the rerun measures it.
+
+A finished batch leaves its cases' entries in the SKU's store, `measured/` beside its
+batches (no rule's output either), before it removes its journal. So a case that moves
+to another batch (the batches cut again: a workload added, another count of timing
+slots, another torch_batch_size) is reused there, as are the cases of a batch that
+reruns because another case of it changed: a case is measured again only where its own
+key changed, or the run was forced. A case's key holds its own share of the batch's
+content (its model's sources, not the batch's other models'), so that the batch it is
+in does not change it. A stopped batch's journal is read by the SKU's other batches too.
+A record naming profiler files (profile.trace) is not stored: its files are its
+batch's, which a rerun replaces, and such a case is measured again when it moves.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ from workflow.records.storage import read_json, write_json
 from workflow.stats.enums import Status
 
 SUFFIX = ".measured"
+# The SKU's store, beside its batches (whose names are b<digits>: Snakefile).
+STORE = "measured"
 
 # What a case is doing, by the worker's phase names (measure/cost.py's, the record's
 # `cost` keys), for the line that names a stopped case.
@@ -46,18 +59,54 @@ def journal_dir(batch_dir: str | Path) -> Path:
 def case_key(case: dict, backend: dict, sku: dict, tolerances: dict,
              content: dict | None) -> str:
     """A torch case's key: its plan entry (identity, workload, backend and recipe names),
-    its backend's settings, the SKU's (threads decided), the tolerances and the batch's
-    content (model sources, recipes' code, torch builds). Timeouts are not in it: a
-    failure's are checked apart (Journal.reusable)."""
+    its backend's settings, the SKU's (threads decided), the tolerances and its share
+    of the batch's content (case_content: its model's sources, the recipes' code, torch
+    builds). Timeouts are not in it: a failure's are checked apart (Journal.reusable)."""
     return keys.digest({"case": case, "backend": backend, "sku": sku,
-                        "tolerances": tolerances, "content": content})
+                        "tolerances": tolerances, "content": case_content(content, case)})
+
+
+def case_content(content: dict | None, case: dict) -> dict | None:
+    """What of the batch's content param (planning/keys.torch_batch_content) the case is
+    made from: the sources of its own model, the GPUs only where it runs on cuda."""
+    if not content:
+        return content
+    workload = case["workload"]
+    own = dict(content)
+    if isinstance(own.get("model sources"), dict):
+        files = set(keys.sources_of(workload))
+        own["model sources"] = {f: d for f, d in own["model sources"].items() if f in files}
+    automatic = own.get("automatic values")
+    if isinstance(automatic, dict) and workload.get("device") != "cuda":
+        automatic = {k: v for k, v in automatic.items() if k != "cuda gpus"}
+        own["automatic values"] = automatic
+        if not automatic:
+            del own["automatic values"]
+    return own
+
+
+def names_files(record: dict) -> bool:
+    """Whether the record points at profiler files (its batch's artifacts)."""
+    profile = record.get("profile")
+    return isinstance(profile, dict) and any(isinstance(v, str) for v in profile.values())
 
 
 class Journal:
-    """The journal of the batch whose output is `batch_dir`."""
+    """The journal of the batch whose output is `batch_dir` (`into`: another directory
+    of entries, the SKU's store or another batch's journal: others)."""
 
-    def __init__(self, batch_dir: str | Path):
-        self.dir = journal_dir(batch_dir)
+    def __init__(self, batch_dir: str | Path, into: Path | None = None):
+        self.dir = journal_dir(batch_dir) if into is None else into
+
+    def others(self) -> list[Journal]:
+        """Where the SKU's other batches leave their cases: the SKU's store, then the
+        journals of its other batches (stopped ones; a finished one removed its own)."""
+        sku_dir = self.dir.parent
+        found = [Journal(sku_dir, sku_dir / STORE)]
+        if sku_dir.is_dir():
+            found += [Journal(sku_dir, d) for d in sorted(sku_dir.glob(f"b*{SUFFIX}"))
+                      if d.is_dir() and d != self.dir]
+        return found
 
     @property
     def artifacts(self) -> Path:

@@ -17,6 +17,8 @@ from workflow.paths import RESULTS
 from workflow.planning.placement import GPU_TARGETS
 from workflow.slots.claim import claimed, pin
 from workflow.slots.machine import Machine, Slot, machine_slots
+from workflow.suite.batches import MIN_TORCH_BATCH_CASES, by_workload_hash
+from workflow.suite.load import spread_torch_batches, torch_skus
 
 # A job asking this many threads gets every core (Snakemake caps it at --cores).
 EVERY_CORE = 1 << 16
@@ -79,6 +81,67 @@ def timing_threads(config: dict, gpu: bool) -> int:
     if need >= len(slots):
         return EVERY_CORE
     return max(1, min(len(s.cpus) for s in slots))
+
+
+# How many torch batches of a GPU SKU and of a CPU SKU time at once, as the run's
+# planning process found it ({"gpu": 8, "cpu": 1}): every job of the run inherits it, so
+# that a SLURM job, which reads the Snakefile again on its node, cuts the same batches.
+BATCH_SLOTS_ENV = "BENCHFLOW_BATCH_SLOTS"
+
+
+def concurrent_batches(config: dict, slurm: bool) -> dict[str, int]:
+    """How many batches of a GPU and of a CPU SKU this machine times at once (pool).
+    Under SLURM one each: every job gets a GPU (or a node) of its own, but how many run
+    at once is the cluster's to decide, unknown here, so the batches keep the size rule
+    (torch_batch_size)."""
+    if slurm:
+        return {"gpu": 1, "cpu": 1}
+    out = {}
+    for kind, gpu in (("gpu", True), ("cpu", False)):
+        slots, need = pool(config, gpu)
+        out[kind] = max(1, len(slots) // max(1, need))
+    return out
+
+
+def spread_over_slots(suite, *, main: bool, slurm: bool, environ=os.environ) -> None:
+    """Cuts the suite's torch batches again so that every timing slot of a SKU's device
+    class gets one (batches.by_workload_hash). The planning process (`main`) decides the
+    slots and leaves them in the environment for the run's jobs; a job that reads the
+    Snakefile again takes them from there (none: one slot, the size rule's batches)."""
+    import json
+
+    if main:
+        found = concurrent_batches(suite.config, slurm)
+        environ[BATCH_SLOTS_ENV] = json.dumps(found)
+    else:
+        try:
+            found = json.loads(environ.get(BATCH_SLOTS_ENV) or "{}")
+        except ValueError:
+            found = {}
+    slots = {sku: int(found.get("gpu" if on_gpu(suite.sku(sku), [c.workload for c in cases])
+                                else "cpu", 1))
+             for sku, cases in torch_skus(suite).items()}
+    spread_torch_batches(suite, slots)
+
+
+def batch_lines(suite) -> list[str]:
+    """What the spread made of each SKU's torch batches, said once when the run starts
+    (`snakemake -n` too), where more than one slot measures them."""
+    lines = []
+    size = suite.config["torch_batch_size"]
+    for sku, cases in torch_skus(suite).items():
+        slots = suite.torch_batch_slots.get(sku, 1)
+        if slots <= 1:
+            continue
+        sizes = sorted(len(m) for (s, _), m in suite.torch_batches.items() if s == sku)
+        by_size = len(by_workload_hash(cases, size))
+        spread = f"{sizes[0]}" if sizes[0] == sizes[-1] else f"{sizes[0]} to {sizes[-1]}"
+        lines.append(
+            f"benchflow: torch batches of SKU {sku}: {len(sizes)} of {spread} "
+            f"cases ({len(cases)} cases; {slots} timing slots measure them at "
+            f"once; at least {MIN_TORCH_BATCH_CASES} cases a batch, so that a worker's start "
+            f"is paid rarely; torch_batch_size {size} alone would cut {by_size})")
+    return lines
 
 
 def plan_lines(config: dict) -> list[str]:
