@@ -139,6 +139,10 @@ COMMANDS = [
 # Unlabelled blocks are output, listings and formats, not commands: each named by its
 # first characters, with what checks it (or nothing).
 OUTPUT_BLOCKS = {
+    "$ python tests/perf/eager_case_cost.py": "a perf script's printout on this machine "
+                                              "(docs/evidence.md says when and under what load)",
+    "$ python tests/perf/slot_sim.py": "the simulation's printout (its inputs are the "
+                                       "H100's figures the text names)",
     "plan: 8 case(s), about": "a plan's estimate of a torchao file (its lines' shape: "
                               "tests/test_plan_time.py)",
     "benchflow: invalid suite, no job was run:": "test_the_refused_suite_example",

@@ -24,7 +24,7 @@ import heapq
 import random
 from pathlib import Path
 
-from workflow.suite.load import load, spread_torch_batches, torch_skus
+from workflow.suite.load import batch_torch_cases, load, torch_skus
 
 REPO = Path(__file__).resolve().parents[2]
 H100_FILE = (REPO / "tests" / "data" / "upstream" / "torchao" / "published"
@@ -37,7 +37,7 @@ def batch_costs(suite_file: str, batch_size: str, slots: int, case_s, start_s: f
     batches spread over `slots`, as planning/slot_plan.spread_over_slots cuts them."""
     if batch_size == "auto":
         suite = load([suite_file])
-        spread_torch_batches(suite, {sku: slots for sku in torch_skus(suite)})
+        batch_torch_cases(suite, {sku: slots for sku in torch_skus(suite)})
     else:
         suite = load([suite_file], {"torch_batch_size": int(batch_size)})
     rng = random.Random(seed)

@@ -18,7 +18,7 @@ from workflow.planning.placement import GPU_TARGETS
 from workflow.slots.claim import claimed, pin
 from workflow.slots.machine import Machine, Slot, machine_slots
 from workflow.suite.batches import MIN_TORCH_BATCH_CASES, by_workload_hash
-from workflow.suite.load import spread_torch_batches, torch_skus
+from workflow.suite.load import batch_torch_cases, torch_skus
 
 # A job asking this many threads gets every core (Snakemake caps it at --cores).
 EVERY_CORE = 1 << 16
@@ -121,7 +121,7 @@ def spread_over_slots(suite, *, main: bool, slurm: bool, environ=os.environ) -> 
     slots = {sku: int(found.get("gpu" if on_gpu(suite.sku(sku), [c.workload for c in cases])
                                 else "cpu", 1))
              for sku, cases in torch_skus(suite).items()}
-    spread_torch_batches(suite, slots)
+    batch_torch_cases(suite, slots)
 
 
 def batch_lines(suite) -> list[str]:

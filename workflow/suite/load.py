@@ -239,7 +239,7 @@ def expand(config: dict, source: str) -> Suite:
     ex.problems += _pair_skus(suite, source)
     if ex.problems:
         raise ConfigError(ex.problems)
-    _batch_torch_cases(suite)
+    batch_torch_cases(suite)
     _batch_iree_cases(suite)
     return suite
 
@@ -445,7 +445,8 @@ def _pair_skus(suite: Suite, source: str) -> list[str]:
     return problems + m_problems
 
 
-def _torch_cases_by_sku(suite: Suite) -> dict[str, list[Case]]:
+def torch_skus(suite: Suite) -> dict[str, list[Case]]:
+    """Each SKU with torch cases to measure, and those cases."""
     by_sku: dict[str, list[Case]] = {}
     for case in suite.cases:
         if case.backend_kind != IREE and not case.unsupported:
@@ -453,32 +454,20 @@ def _torch_cases_by_sku(suite: Suite) -> dict[str, list[Case]]:
     return by_sku
 
 
-def _batch_torch_cases(suite: Suite, slots: dict[str, int] | None = None) -> None:
+def batch_torch_cases(suite: Suite, slots: dict[str, int] | None = None) -> None:
     """Groups each SKU's torch cases, every backend and recipe together, into jobs of
     about torch_batch_size cases (by_workload_hash): one worker, so one interpreter
     start and one torch import, measures eager, compiled and quantized cases of a SKU
     alike, and interleaves their invocations (backends/torch/worker.py). A workload's
     cases stay in one batch, consecutive. `slots`: the timing slots that can measure a
-    SKU's batches at once (planning/slot_plan.spread_over_slots; none here: loading a suite
-    asks nothing of the machine), over which its cases spread (batches.by_workload_hash)."""
+    SKU's batches at once (none when loading: that asks nothing of the machine;
+    planning/slot_plan.spread_over_slots gives the run's machine's)."""
     suite.torch_batches.clear()
     suite.torch_batch_slots = {sku: n for sku, n in (slots or {}).items() if n > 1}
     size = suite.config["torch_batch_size"]
-    for sku, cases in _torch_cases_by_sku(suite).items():
+    for sku, cases in torch_skus(suite).items():
         for batch, members in by_workload_hash(cases, size, (slots or {}).get(sku, 1)):
             suite.torch_batches[(sku, batch)] = members
-
-
-def spread_torch_batches(suite: Suite, slots: dict[str, int]) -> None:
-    """The suite's torch batches made again for `slots` (SKU -> timing slots that measure
-    its batches at once): planning/slot_plan.spread_over_slots cuts them so for the
-    machine the run is planned on."""
-    _batch_torch_cases(suite, slots)
-
-
-def torch_skus(suite: Suite) -> dict[str, list[Case]]:
-    """Each SKU with torch cases to measure, and those cases."""
-    return _torch_cases_by_sku(suite)
 
 
 def _batch_iree_cases(suite: Suite) -> None:
