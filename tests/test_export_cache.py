@@ -199,6 +199,21 @@ def test_an_export_in_the_cache_is_copied_without_a_worker(tmp_path, cache, monk
     assert log.read_text().splitlines()[-1].startswith(f"export {key}: reused from")
 
 
+def test_the_export_key_covers_the_code_that_shapes_an_export():
+    """A cache shared by checkouts must not hand out an export other code made: every
+    workflow.models module the exporter takes code from is in the exporter's key part,
+    but the registry, which only finds the model and loads its file (build passes the
+    spec's shape and dtype through)."""
+    import ast
+    import importlib.util
+
+    source = Path(importlib.util.find_spec(keys.EXPORTER[0]).origin).read_text()
+    used = {node.module for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "workflow.models.")}
+    assert used - {"workflow.models.registry"} <= set(keys.EXPORTER), used
+
+
 # -- end to end: suite directories, and exports made by the worker ---------------------
 
 def _run_suite(workdir: Path) -> dict[str, dict]:
@@ -343,3 +358,19 @@ def test_without_the_variable_an_export_touches_no_cache(made_once, tmp_path, mo
     assert not [k for k in result.data if k.startswith("cached")]
     assert {p: p.stat().st_mtime_ns for p in cache.rglob("*")} == listing
     assert set(result.data) == set(made_once[1].data)
+
+
+def test_a_cache_that_is_no_directory_is_one_line_and_the_export_stands(tmp_path,
+                                                                        monkeypatch):
+    """BENCHFLOW_EXPORT_CACHE naming a file: neither read nor written, each said in one
+    line of the case log; no exception reaches the export."""
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(export_cache.CACHE_ENV, str(tmp_path / "a-file"))
+    log = tmp_path / "log"
+    assert export_cache.copy_in(KEY, PARTS, _dest(tmp_path), str(log)) is None
+    export_cache.keep(KEY, PARTS, _files(tmp_path / "made", "a"), {}, str(log))
+    read, stored = log.read_text().splitlines()
+    assert read.startswith(f"export {KEY}: the export cache could not be read: ")
+    assert read.endswith("Not a directory"), read
+    assert stored.startswith(f"export {KEY}: could not be stored in the export cache "
+                             f"{tmp_path / 'a-file'}: "), stored

@@ -31,7 +31,7 @@ from pathlib import Path
 from workflow.errors import ConfigError
 from workflow.planning import keys
 from workflow.records import blobs
-from workflow.records.storage import atomic_writer, write_json
+from workflow.records.storage import WriteError, atomic_writer, write_json
 
 CACHE_ENV = "BENCHFLOW_EXPORT_CACHE"
 FORMAT = "benchflow export cache entry 1"
@@ -130,7 +130,7 @@ def copy_in(key: str, parts: dict, dest: dict[str, str], log: str) -> dict | Non
              else f"the export cache's entry was refused: {exc}")
         return None
     except OSError as exc:
-        _say(log, key, f"the export cache could not be read: {exc}")
+        _say(log, key, f"the export cache could not be read: {_reason(exc)}")
         return None
     try:
         copy_out(cache, entry, dest)
@@ -138,7 +138,7 @@ def copy_in(key: str, parts: dict, dest: dict[str, str], log: str) -> dict | Non
         _say(log, key, f"the export cache's entry was refused: {exc}")
         return None
     except (OSError, ConfigError) as exc:  # the suite's own file not writable: made anew
-        _say(log, key, f"the export cache's files could not be copied: {exc}")
+        _say(log, key, f"the export cache's files could not be copied: {_reason(exc)}")
         return None
     where = entry_path(cache, key)
     _say(log, key, f"copied from the export cache ({where}, made in {entry['made_in']})")
@@ -156,7 +156,7 @@ def keep(key: str, parts: dict, files: dict[str, dict], data: dict, log: str) ->
     try:
         where = store(cache, key, parts, files, data)
     except (OSError, ConfigError, blobs.Refused) as exc:
-        _say(log, key, f"could not be stored in the export cache {cache}: {exc}")
+        _say(log, key, f"could not be stored in the export cache {cache}: {_reason(exc)}")
         return
     _say(log, key, f"stored in the export cache ({where})")
 
@@ -164,3 +164,10 @@ def keep(key: str, parts: dict, files: dict[str, dict], data: dict, log: str) ->
 def _say(log: str, key: str, text: str) -> None:
     with open(log, "a", encoding="utf-8", errors="replace") as fh:
         fh.write(f"export {key}: {text}\n")
+
+
+def _reason(exc: Exception) -> str:
+    """An error in one line: `path: reason` for an OSError (not Python's `[Errno 20]`)."""
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, WriteError):
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
