@@ -374,3 +374,22 @@ def test_a_cache_that_is_no_directory_is_one_line_and_the_export_stands(tmp_path
     assert read.endswith("Not a directory"), read
     assert stored.startswith(f"export {KEY}: could not be stored in the export cache "
                              f"{tmp_path / 'a-file'}: "), stored
+
+
+def test_the_goldens_store_still_takes_a_linked_source_but_never_a_linked_copy(tmp_path):
+    """records/blobs.py serves the goldens' artifact store too: a model file a user linked
+    is stored (its bytes), and a link put in the store in place of a file is refused."""
+    from workflow.baselines import artifacts
+
+    real = tmp_path / "model.py"
+    real.write_text("x = 1\n")
+    (tmp_path / "linked.py").symlink_to(real)
+    digest, size = artifacts.planned(tmp_path / "linked.py")
+    assert artifacts.put(tmp_path / "store", tmp_path / "linked.py", digest) == size
+    stored = artifacts.get(tmp_path / "store", digest)
+    stored.unlink()
+    stored.symlink_to(real)
+    with pytest.raises(artifacts.Missing, match="not in the artifact store"):
+        artifacts.get(tmp_path / "store", digest)
+    assert artifacts.put(tmp_path / "store", real, digest) == size  # the link replaced
+    assert not stored.is_symlink() and artifacts.get(tmp_path / "store", digest) == stored

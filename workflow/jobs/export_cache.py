@@ -73,7 +73,7 @@ def store(cache: Path, key: str, parts: dict, files: dict[str, dict], data: dict
     entry["digest"] = _sealed(entry)
     path = entry_path(cache, key)
     if path.is_symlink():
-        path.unlink()  # replaced by a file of ours, never written through
+        path.unlink(missing_ok=True)  # replaced by a file of ours, never written through
     write_json(path, entry)
     return path
 

@@ -106,7 +106,9 @@ def put(store: str | Path, src: str | Path, digest: str) -> int:
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".put-")
     try:
-        with os.fdopen(fd, "wb") as out, open_regular(src) as fh:
+        # The source is the caller's own file (a link a user made to it is followed);
+        # only what is read back from the store must be a regular file there.
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as fh:
             got, size = copy_hashed(fh, out)
         if got != digest:
             raise Refused(f"{src}: its bytes hash to {got[:12]}, expected {digest[:12]}")
