@@ -30,6 +30,7 @@ from workflow.backends.iree.profile import compile_statistics
 from workflow.backends.proc import run_python, run_tool, tool_path
 from workflow.backends.worker_side import own_bug_marker
 from workflow.errors import OwnBug, StageError
+from workflow.jobs import export_cache
 from workflow.jobs.cases import write_case
 from workflow.jobs.kernels import compiled_kernels, profiled_kernels
 from workflow.jobs.model import not_run, run_stage
@@ -95,12 +96,21 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
         if problem is None:
             return prior
 
+        made: dict = {}
+
         def body():
+            # With an export cache (jobs/export_cache.py), an export of this key made in
+            # another suite directory is copied, verified, instead of made again.
+            files = dict(zip(export_cache.ROLES, artifacts, strict=True))
+            cached = export_cache.copy_in(key, parts, files, log)
+            if cached is not None:
+                return cached
             with tempfile.TemporaryDirectory() as tmp:
                 side = Path(tmp) / "export.json"
                 done = _export_worker([json.dumps(spec), mlir, inputs, reference, str(side)],
                                       side, timeout, log)
-                return {**done, "spec": spec, "dtype": spec["dtype"]}
+                made.update(done, spec=spec, dtype=spec["dtype"])
+                return dict(made)
 
         result = run_stage("export", meta, artifacts, [], body)
         # What the reuse check reads: the key and its parts, the files' fingerprints, and
@@ -109,6 +119,10 @@ def export(*, spec: dict, timeout: float, mlir: str, inputs: str, reference: str
                            run_id=os.environ.get(RUN_ID_ENV),
                            files={a: fingerprint(a) for a in artifacts} if result.ok else {})
         result.write(meta)
+        if result.ok and made:  # made here (not copied), and successful: shared by the cache
+            export_cache.keep(key, parts, {role: {"path": a, **result.data["files"][a]}
+                                           for role, a in zip(export_cache.ROLES, artifacts,
+                                                              strict=True)}, made, log)
         return result
 
 

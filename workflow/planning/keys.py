@@ -41,10 +41,14 @@ from workflow.backends.iree.host_cpu import HOST, host_key
 from workflow.measure.disturbance import granted_cpus
 from workflow.models.registry import DTYPES, load_model_files, model_sources
 
-# benchflow's own modules whose code shapes an artifact: the exporter writes the MLIR,
-# the recipes quantize torch models. The measuring code is not among them (it decides
-# how, not what, is measured): a change of protocol is announced, and --forcerun redoes.
-EXPORTER = ("workflow.backends.iree.export",)
+# benchflow's own modules whose code shapes an artifact: the exporter writes the MLIR
+# (with the modules it takes its FLOP count and its output check from, which shape the
+# export's data; an export cache shared by several checkouts must not hand one out that
+# other code made), the recipes quantize torch models. The measuring code is not among
+# them (it decides how, not what, is measured): a change of protocol is announced, and
+# --forcerun redoes.
+EXPORTER = ("workflow.backends.iree.export", "workflow.models.flops",
+            "workflow.models.outputs")
 TORCH_RECIPES = ("workflow.backends.torch.recipes",)
 
 
