@@ -19,6 +19,26 @@ DATA = Path(__file__).resolve().parent / "data"
 # of the question itself (tests/test_plan_time.py) take this variable out of their env.
 os.environ.setdefault("BENCHFLOW_CONFIRMED", "1")
 
+# One export cache for the whole test session (jobs/export_cache.py): the e2e tests run
+# the same few workloads in dozens of suite directories, and each would otherwise make
+# each export again (101 exports of 34 distinct ones in one CI run, ~4 s each). Made by
+# the session's first process, before pytest-xdist starts its workers, which inherit
+# it; removed when that process ends. Tests of exporting itself (its timeouts, its
+# failures, the cache's own) set or remove the variable themselves.
+_OWN_EXPORT_CACHE = None
+if "BENCHFLOW_EXPORT_CACHE" not in os.environ and "PYTEST_XDIST_WORKER" not in os.environ:
+    import tempfile
+
+    _OWN_EXPORT_CACHE = tempfile.mkdtemp(prefix="benchflow-test-exports-")
+    os.environ["BENCHFLOW_EXPORT_CACHE"] = _OWN_EXPORT_CACHE
+
+
+def pytest_unconfigure(config):
+    if _OWN_EXPORT_CACHE and "PYTEST_XDIST_WORKER" not in os.environ:
+        import shutil
+
+        shutil.rmtree(_OWN_EXPORT_CACHE, ignore_errors=True)
+
 # Small enough for seconds per case, large enough to exercise every protocol step (a
 # fixed count: tests of the adaptive plan set max_invocations themselves). Never
 # disturbed: the test workers load each other's cores, and a test of another feature

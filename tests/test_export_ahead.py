@@ -48,6 +48,8 @@ def test_a_batch_exports_before_it_measures_and_a_crash_stays_its_case(tmp_path,
     cost counts its own export, the crashing model's export is its failed case while
     the others are measured, and a second run reuses them all."""
     monkeypatch.chdir(tmp_path)
+    # Exports made here, by this batch's workers: not copied from the session's cache.
+    monkeypatch.delenv("BENCHFLOW_EXPORT_CACHE", raising=False)
     cfg = tiny_suite(model_modules=[str(DATA / "extra_models.py")], workloads=WORKLOADS)
     cfg["skus"].pop("generic")
     suite = load([write_suite(tmp_path / "s.yaml", cfg)])
