@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import snakemake, tiny_suite, write_suite
+from tests.test_content_keys import MODEL_V1
 from workflow.jobs import export_cache
 from workflow.jobs.iree import export
 from workflow.planning import keys
@@ -308,19 +309,8 @@ def test_a_damaged_cache_entry_is_refused_and_exported_again(made_once, tmp_path
         (tmp_path / "again" / "export" / "module.mlirbc").read_bytes()
 
 
-MODEL = '''
-from workflow.models.common import finish, seeded
-from workflow.models.registry import benchmark_model
-
-
-@benchmark_model(default_shape=(8, 16), shape_doc="[rows, cols]")
-def cached_model(config, dtype, layers, shape):
-    import torch
-
-    gen = seeded()
-    module = torch.nn.Linear(shape[1], 16)
-    return finish(module, (torch.randn(*shape, generator=gen),), dtype)
-'''
+# test_content_keys's user model under a name of its own.
+MODEL = MODEL_V1.replace("def my_model(", "def cached_model(")
 
 
 @pytest.mark.e2e
