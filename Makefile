@@ -42,16 +42,22 @@ FORMAT ?= text
 report: setup
 	$(BIN)/snakemake --cores $(CORES) --logger-benchflow-format $(FORMAT) all
 
-# A change's first check, about a minute: lint, the DAG's lint, the fast tier.
+# A change's first check, at most a minute on 2 cores: lint, the DAG's lint, the fast tier
+# less its `slow` tests (a second or more each: a transformers model, a report's plots, a
+# chdb history store, a statistical simulation; `make test` runs them). The bytecode cache
+# stays on (PYTHONDONTWRITEBYTECODE emptied): without it each worker rewrites and compiles
+# every test module's asserts again, about 15 s of the minute; __pycache__ is ignored by git.
 check: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -n $(WORKERS) -m "$(FAST)"
+	PYTHONDONTWRITEBYTECODE= BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -n $(WORKERS) \
+		-m "$(FAST) and not slow"
 
 # The parallel tier includes the SLURM tests (they start a real single-node SLURM,
 # tests/slurm/: root and apt; skipped with the reason elsewhere), which wait on the
 # scheduler most of their minute: beside the other worker's files, not after them. Only
-# a marker expression that names `slurm` selects them (tests/test_slurm.py).
+# a marker expression that names `slurm` selects them (tests/test_slurm.py). It names no
+# `slow`: the tests `make check` leaves out run here.
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint

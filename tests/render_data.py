@@ -13,6 +13,7 @@ capture, tests/data/torch_profile_linear.json (its `made_by` says how it was mad
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import statistics
 
@@ -231,3 +232,13 @@ def with_unsupported(report: dict, n: int) -> dict:
         out["cases"].append({**copy.deepcopy(model), "id": f"host/iree/{workload}/int8wo",
                              "workload": workload, "shape": [i + 1, 64, 64]})
     return out
+
+
+@functools.cache
+def html_page(name: str) -> str:
+    """report.html of `torch_report()` or `wide_report()` (by name), rendered once per test
+    process: its plots take seconds, and several tests read the same page. Rendering
+    neither changes the report nor depends on anything but it and PEAK."""
+    from workflow.render import html
+
+    return html.render({"torch": torch_report, "wide": wide_report}[name](), PEAK)

@@ -4,6 +4,8 @@ step are checked without measuring anything."""
 
 from __future__ import annotations
 
+import pytest
+
 from workflow.bisect.search import RETRY_SCALE, Revision, Step, bisect, groups
 from workflow.regression.gate import PASSED, REGRESSED, UNJUDGED
 from workflow.stats.enums import ABVerdict
@@ -246,6 +248,7 @@ def old_walk(keys: str, bad_from: int) -> list[tuple[str, str]]:
     return calls + ([(reps[lo], reps[hi])] if lo else [])
 
 
+@pytest.mark.slow
 def test_a_line_is_walked_as_binary_search_walked_it():
     import random
 

@@ -29,6 +29,7 @@ def _measured(tmp_path, threads: int, **m):
     return measure_case(case, plan["backend"], plan)
 
 
+@pytest.mark.slow
 def test_one_thread_on_the_cpu_forks_each_invocation_from_the_warm_worker(tmp_path):
     got = _measured(tmp_path, 1)
     timing = got["timing"]
@@ -45,6 +46,7 @@ def test_one_thread_on_the_cpu_forks_each_invocation_from_the_warm_worker(tmp_pa
     assert cost["invocations_s"] >= cost["warmup_s"] + cost["timed_s"]
 
 
+@pytest.mark.slow
 def test_more_than_one_thread_times_in_process_blocks(tmp_path):
     """GNU OpenMP leaves a child forked after a parallel region hung: two threads are
     measured in the worker itself, and the record says so."""
@@ -53,6 +55,7 @@ def test_more_than_one_thread_times_in_process_blocks(tmp_path):
     assert len(got["timing"]["invocation_medians_ms"]) == 2
 
 
+@pytest.mark.slow
 def test_a_fork_that_gives_nothing_is_measured_again_as_a_block(tmp_path, monkeypatch):
     from workflow.backends.torch import invocations
 
@@ -216,6 +219,7 @@ def test_a_line_read_with_the_one_before_it_is_not_left_waiting():
         assert proc.readline(1) == "c" and proc.readline(1) == ""
 
 
+@pytest.mark.slow
 def test_a_batch_compiles_every_case_of_one_model_class():
     """Dynamo compiles one forward at most recompile_limit (8) times per process: a
     batch's ninth compiled case of one model class would fail (fullgraph=True, as

@@ -71,6 +71,7 @@ def nights(tmp_path_factory):
     return store
 
 
+@pytest.mark.slow
 def test_unchanged_code_passes_and_a_slower_run_regresses(tmp_path, capsys, nights):
     same = report(tmp_path / "same.json", 1.0, 6)
     code, out = check(capsys, same, nights, "--against-history", "5")
@@ -103,6 +104,7 @@ def test_the_last_n_runs_are_the_baseline(tmp_path, capsys, nights):
     assert "time x1.508" in out, out
 
 
+@pytest.mark.slow
 def test_fewer_runs_than_asked_are_judged_and_say_how_many(tmp_path, capsys, nights):
     same = report(tmp_path / "same.json", 1.0, 6)
     code, out = check(capsys, same, nights, "--against-history", "10")
@@ -118,6 +120,7 @@ def test_fewer_runs_than_asked_are_judged_and_say_how_many(tmp_path, capsys, nig
     assert "runs from 2026-10-01T02:00:00Z to 2026-10-03T02:00:00Z" in out
 
 
+@pytest.mark.slow
 def test_another_thread_count_is_not_judged_against_these_runs(tmp_path, capsys, nights):
     """History only at 1 thread; the report at 2 threads x1.7 "slower": not a regression,
     could not be judged, naming both configurations."""
@@ -134,6 +137,7 @@ def test_another_thread_count_is_not_judged_against_these_runs(tmp_path, capsys,
     assert code == 3, out
 
 
+@pytest.mark.slow
 def test_the_report_already_ingested_is_not_its_own_baseline(tmp_path, capsys, nights):
     """`make report` ingests the report before a nightly check: its own run is left out,
     as are bisection steps. One earlier run and the report in the store: one run, too few;
@@ -201,6 +205,7 @@ def test_a_failed_case_with_a_history_regresses_and_a_new_case_is_not_judged(tmp
             f"{config(1)}; at least 2 runs") in out
 
 
+@pytest.mark.slow
 def test_disturbed_runs_are_used_and_counted(tmp_path, capsys):
     """On a machine other work shares every run is disturbed: such runs are the baseline
     too (their spread in the pool), and the line under a verdict counts them."""

@@ -30,6 +30,7 @@ def run_on_lists(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_every_list_renders_as_a_list(page):
     assert run_on_lists(page.read_text()) == []
 

@@ -8,6 +8,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 PKG = REPO / "workflow"
@@ -80,6 +82,7 @@ def test_the_docs_name_what_exists():
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.slow
 def test_module_docstrings_name_what_exists():
     wrong = []
     for path in sorted(PKG.rglob("*.py")):

@@ -134,6 +134,7 @@ def simulate(trials: int, step: float, *, with_drift: bool, seed: int = 7) -> li
     return calls
 
 
+@pytest.mark.slow
 def test_simulated_reruns_are_judged_against_their_level():
     alone = simulate(300, 1.0, with_drift=False)
     level = simulate(300, 1.0, with_drift=True)

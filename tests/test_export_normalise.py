@@ -118,6 +118,7 @@ def test_torch_export_itself_leaves_detach_on_a_tensor_made_in_forward():
     (exported_with_aliases, {"aten.detach_.default": 3, "aten.alias.default": 2,
                              "aten.detach.default": 2}),
 ], ids=["as-exported", "with-aliases"])
+@pytest.mark.slow
 def test_normalise_removes_every_alias_and_counts_those_exported(make, carried):
     module, x, prog = make()
     before = ops_of(prog.graph)
@@ -152,6 +153,7 @@ def test_normalise_keeps_what_the_importer_lowers_itself():
         assert torch.allclose(out.module()(x), module(x))
 
 
+@pytest.mark.slow
 def test_normalise_decomposes_an_eval_batch_norm():
     # Functionalisation leaves the mutating _native_batch_norm_legit of an eval-mode
     # BatchNorm and fails on it unless the table decomposes it (resnet18).
@@ -193,6 +195,7 @@ def {MODEL}(config, dtype, layers, shape):
 '''
 
 
+@pytest.mark.slow
 def test_the_export_stage_records_what_was_normalised(tmp_path):
     from workflow.backends.iree.export import export_workload
     from workflow.records.case import section

@@ -283,6 +283,7 @@ CLIP_DOC = dict(SHARKTANK_BASES)[CLIP]
 @example(data=b"1: a\nzz: b\n")  # unknown keys of two types
 @example(data=b"workloads: [{model: linear, 1: a, zz: b}]\n")
 @given(data=documents(SUITE_BASES, "yaml"))
+@pytest.mark.slow
 def test_suite_loader(fuzz_dir, data):
     path = fuzz_dir / "suite.yaml"
     path.write_bytes(data)
@@ -295,6 +296,7 @@ def test_suite_loader(fuzz_dir, data):
 @example(data=b"benchmark_mode: inference\n\x7f")
 @example(data=b"model_params: [{name: a, 1: x, zz: y}]\n")
 @given(data=documents(TORCHAO_BASES, "yaml"))
+@pytest.mark.slow
 def test_torchao_translator(fuzz_dir, data):
     path = fuzz_dir / "benchmark_config.yml"
     path.write_bytes(data)
@@ -321,6 +323,7 @@ sharktank_files = st.sampled_from(SHARKTANK_BASES).flatmap(
 @example(case=(CLIP, json.dumps({**CLIP_DOC, "benchmark_flags": [
     "--benchmark_repetitions=" + "9" * 400, "--benchmark_min_warmup_time=3.0"]}).encode()))
 @given(case=sharktank_files)
+@pytest.mark.slow
 def test_sharktank_benchmark_file(fuzz_dir, case):
     name, data = case
     path = fuzz_dir / "bench" / "sdxl" / name
@@ -335,6 +338,7 @@ def test_sharktank_benchmark_file(fuzz_dir, case):
 @example(case=(CLIP, b"\x80"))
 @example(case=(CLIP, DEEP_LIST))
 @given(case=sharktank_files)
+@pytest.mark.slow
 def test_suite_with_benchmark_files(fuzz_dir, case):
     """A suite selecting the mutated file (and an intact neighbour) by benchmark_files:
     problems start with the suite's path or a benchmark file's."""
@@ -362,6 +366,7 @@ def test_suite_with_benchmark_files(fuzz_dir, case):
 @example(data=HUGE_INT)
 @example(data=json.dumps({**goldens.empty("generic"), "cases": {"a\nb": 1}}).encode())
 @given(data=documents(GOLDENS_BASES, "json"))
+@pytest.mark.slow
 def test_goldens_loader(fuzz_dir, data):
     path = fuzz_dir / "generic.json"
     path.write_bytes(data)
@@ -378,6 +383,7 @@ def test_goldens_loader(fuzz_dir, data):
     {**case, "graph": {"op_histogram": {"\t\n": None}}}
     for case in _json(DATA / "report_iree.json")["cases"]]}).encode(), results_files=False)
 @given(data=documents(REPORT_BASES, "json"), results_files=st.booleans())
+@pytest.mark.slow
 def test_report_reader(fuzz_dir, data, results_files):
     path = fuzz_dir / "report.json"
     path.write_bytes(data)
@@ -420,6 +426,7 @@ def tool_outputs(draw) -> bytes:
 @example(raw=b'{"benchmarks": [{"real_time": 1e308, "time_unit": []}]}')
 @example(raw=b'{"a": {"execution": {"dispatch-count": "x"}}}')
 @given(raw=tool_outputs())
+@pytest.mark.slow
 def test_a_tools_output_parses_or_raises_value_error(raw):
     from workflow.backends.iree.profile import compile_statistics
     from workflow.backends.iree.tools import parse_benchmark_json
@@ -482,6 +489,7 @@ name_text = st.text(alphabet=st.sampled_from(
 @example(name="..")
 @example(name="")
 @given(name=name_text)
+@pytest.mark.slow
 def test_a_sku_name_is_taken_exactly_when_it_matches_whole(fuzz_dir, name):
     """A SKU name loads when the whole of it is 1 to 64 of [A-Za-z0-9_.-] (not . or ..),
     else the suite is refused naming `skus`: a trailing newline is no part of a name."""
@@ -512,6 +520,7 @@ NAMED = {
 @FUZZ
 @given(where=st.sampled_from(sorted(NAMED)), end=st.sampled_from(["\n", "\r\n", "\n\n"]),
        block=st.booleans())
+@pytest.mark.slow
 def test_a_name_ending_in_a_newline_is_refused_where_it_is(fuzz_dir, where, end, block):
     """A name with a trailing newline (a quoted "x\\n", or a block scalar `|`, which keeps
     it) is refused at its key, whichever name it is."""

@@ -76,6 +76,7 @@ def nights(tmp_path_factory):
     return nightly_reports(tmp_path_factory.mktemp("nights"))
 
 
+@pytest.mark.slow
 def test_ten_nights_detect_names_the_slow_case_and_the_sixth_run(tmp_path, capsys, nights):
     paths, shas = nights
     store = str(tmp_path / "store")
@@ -107,6 +108,7 @@ def test_ten_nights_detect_names_the_slow_case_and_the_sixth_run(tmp_path, capsy
     assert "0 regression(s) and 0 improvement(s) since" in out
 
 
+@pytest.mark.slow
 def test_detect_says_which_newest_runs_it_could_not_judge(tmp_path, capsys, nights):
     """A change point needs min_side_runs (3) runs after it: the newest two runs are
     not judged yet, named, and the newest among them makes detect exit 3. A run with the
@@ -133,6 +135,7 @@ def test_detect_says_which_newest_runs_it_could_not_judge(tmp_path, capsys, nigh
     assert not any(x.startswith("ok:") for x in out.splitlines())
 
 
+@pytest.mark.slow
 def test_a_report_ingested_twice_adds_nothing(tmp_path, capsys, nights):
     paths, _ = nights
     store = str(tmp_path / "store")
@@ -149,6 +152,7 @@ def test_a_report_ingested_twice_adds_nothing(tmp_path, capsys, nights):
     assert len(json.loads(after)) == 3
 
 
+@pytest.mark.slow
 def test_a_reports_dashboard_json_is_the_same_measurements(tmp_path, capsys, nights):
     """results/dashboard.json holds the report's numbers again: ingested after the report
     (no --timestamp needed: its rows say when they were measured), it adds nothing."""
@@ -172,6 +176,7 @@ def test_a_reports_dashboard_json_is_the_same_measurements(tmp_path, capsys, nig
     assert json.loads(after) == json.loads(before)
 
 
+@pytest.mark.slow
 def test_show_lists_the_series_with_its_commits(tmp_path, capsys, nights):
     paths, shas = nights
     store = str(tmp_path / "store")
@@ -189,6 +194,7 @@ def test_show_lists_the_series_with_its_commits(tmp_path, capsys, nights):
     assert code == 1 and "no series matches" in out
 
 
+@pytest.mark.slow
 def test_html_marks_the_change_point(tmp_path, capsys, nights):
     from workflow.render.history import anchor
 
@@ -202,6 +208,7 @@ def test_html_marks_the_change_point(tmp_path, capsys, nights):
     assert shas[5][:8] in text
 
 
+@pytest.mark.slow
 def test_detect_without_a_store_or_with_too_few_runs(tmp_path, capsys, nights):
     paths, _ = nights
     code, out = history(capsys, "detect", "--store", str(tmp_path / "empty"))
@@ -212,6 +219,7 @@ def test_detect_without_a_store_or_with_too_few_runs(tmp_path, capsys, nights):
     assert code == 3 and "NOT JUDGED" in out, out
 
 
+@pytest.mark.slow
 def test_detect_since_after_every_run_judged_nothing(tmp_path, capsys, nights):
     """Issue 47: a --since later than every run leaves nothing to judge: exit 3 (could
     not judge), never the 0 of "passed"."""
@@ -230,6 +238,7 @@ def test_detect_since_after_every_run_judged_nothing(tmp_path, capsys, nights):
     assert code == 3 and "COULD NOT JUDGE: the newest run " in out, out
 
 
+@pytest.mark.slow
 def test_a_file_with_some_failed_runs_records_the_rest_and_exits_0(tmp_path, capsys):
     """A Forge list is a run per entry: one failed entry is nothing ingestible, the others
     are the night recorded (exit 0), which only a file with nothing at all is not (3)."""
@@ -241,6 +250,7 @@ def test_a_file_with_some_failed_runs_records_the_rest_and_exits_0(tmp_path, cap
     assert "2 run(s) ingested" in out.out and "nothing ingestible" in out.err
 
 
+@pytest.mark.slow
 def test_a_v3_null_value_is_a_non_finite_one_dropped_not_a_refusal(tmp_path, capsys):
     """ClickHouse's JSON output writes NaN and Inf as null: an exported v3 table's null
     is dropped as a non-finite value is, the rest of the row kept."""

@@ -63,6 +63,7 @@ def store(tmp_path, capsys, switched):
     return where
 
 
+@pytest.mark.slow
 def test_a_configuration_change_is_a_new_series_not_a_change_point(store, capsys, switched):
     _, shas = switched
     code, out = history(capsys, "detect", "--store", store, "--format", "json")
@@ -88,6 +89,7 @@ def test_a_configuration_change_is_a_new_series_not_a_change_point(store, capsys
     assert lines[-1].startswith("COULD NOT JUDGE: the newest run ")
 
 
+@pytest.mark.slow
 def test_show_and_the_page_name_each_configuration(store, capsys, tmp_path):
     code, out = history(capsys, "show", SLOW, "--store", store)
     assert code == 0
@@ -102,6 +104,7 @@ def test_show_and_the_page_name_each_configuration(store, capsys, tmp_path):
     assert f"after [{BEFORE}]: a series of its own" in text
 
 
+@pytest.mark.slow
 def test_a_single_configuration_keeps_its_plain_id(tmp_path, capsys, switched):
     paths, _ = switched
     where = str(tmp_path / "store")
@@ -113,6 +116,7 @@ def test_a_single_configuration_keeps_its_plain_id(tmp_path, capsys, switched):
     assert f"{SLOW} :: {LATENCY}" in {e["series"] for e in data["series"]}
 
 
+@pytest.mark.slow
 def test_rows_without_a_configuration_are_a_series_of_their_own(tmp_path, capsys, switched):
     """Rows ingested before the configuration was written (or a torchao CSV, a foreign
     v3 file) have none: the empty string, `configuration not recorded`."""
@@ -137,6 +141,7 @@ def test_rows_without_a_configuration_are_a_series_of_their_own(tmp_path, capsys
     assert got[0]["config"] == "" and got[1]["new_config"]["previous"] == NOT_RECORDED
 
 
+@pytest.mark.slow
 def test_detect_that_judged_nothing_says_why(tmp_path, capsys, switched):
     paths, _ = switched
     where = str(tmp_path / "store")
@@ -151,6 +156,7 @@ def test_detect_that_judged_nothing_says_why(tmp_path, capsys, switched):
            "a new configuration since run " in out
 
 
+@pytest.mark.slow
 def test_a_shared_machine_history_is_judged(tmp_path, capsys):
     """Every run disturbed by outside load, as on a machine other work shares: judged
     (before: `NOT JUDGED ... needs 4 clean ones`, exit 3), the 1.3x case found at the

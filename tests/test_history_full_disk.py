@@ -63,6 +63,7 @@ def fill_to(folder: Path, free: int) -> Path:
 # a few KiB (the old code's ALTER left the table's definition at 0 bytes), and less
 # than the 1 MiB chdb reserves before it writes a part.
 @pytest.mark.parametrize("free", [0, 8192, 100_000], ids=["0B", "8KiB", "100KB"])
+@pytest.mark.slow
 def test_an_ingest_on_a_full_disk_leaves_the_store_as_it_was(tmpfs, capsys, free):
     store = tmpfs / "store"
     assert history(capsys, "ingest", IREE, "--store", str(store))[0] == 0
@@ -93,6 +94,7 @@ def test_a_new_store_on_a_tiny_file_system_is_refused_and_not_left(tmp_path, cap
         unmount(where)
 
 
+@pytest.mark.slow
 def test_an_ingest_stopped_between_chunks_is_undone(tmp_path, capsys, monkeypatch):
     """All or nothing: Ctrl-C after the run's first chunk of rows went in adds none."""
     store = tmp_path / "store"
@@ -121,6 +123,7 @@ def _two_runs(tmp_path, capsys) -> Path:
     return store
 
 
+@pytest.mark.slow
 def test_a_swap_stopped_half_way_is_finished_at_the_next_open(tmp_path, capsys,
                                                               monkeypatch):
     store = _two_runs(tmp_path, capsys)
@@ -143,6 +146,7 @@ def test_a_swap_stopped_half_way_is_finished_at_the_next_open(tmp_path, capsys,
     assert not (store / layout.STAGING).exists() and not (store / layout.PREVIOUS).exists()
 
 
+@pytest.mark.slow
 def test_a_copy_left_incomplete_is_removed_at_the_next_open(tmp_path, capsys, monkeypatch):
     store = _two_runs(tmp_path, capsys)
     before_runs = runs(capsys, store)
@@ -160,6 +164,7 @@ def test_a_copy_left_incomplete_is_removed_at_the_next_open(tmp_path, capsys, mo
     assert not (store / layout.STAGING).exists() and tree(store) == before
 
 
+@pytest.mark.slow
 def test_repair_rebuilds_what_a_full_disk_left_unreadable(tmp_path, capsys):
     """The issue's store: the table's definition at 0 bytes (an older benchflow's ALTER
     on a full disk). Refused with the way out; `history repair` brings every run back
@@ -184,6 +189,7 @@ def test_repair_rebuilds_what_a_full_disk_left_unreadable(tmp_path, capsys):
     assert code == 0 and "nothing to repair: it opens whole (2 run(s), 234 row(s))" in out
 
 
+@pytest.mark.slow
 def test_repair_leaves_out_a_part_cut_short_and_names_it(tmp_path, capsys):
     store = tmp_path / "store"
     for report in (IREE, TORCH):
@@ -200,6 +206,7 @@ def test_repair_leaves_out_a_part_cut_short_and_names_it(tmp_path, capsys):
     assert (aside / first.relative_to(store) / "data.bin").stat().st_size == 50
 
 
+@pytest.mark.slow
 def test_the_ids_held_are_asked_in_statements_chdb_takes(monkeypatch):
     """A report whose 30,000 cases each have their own measured time: the times listed
     in one statement would be past ClickHouse's max_query_size (256 KiB)."""
@@ -217,6 +224,7 @@ def test_the_ids_held_are_asked_in_statements_chdb_takes(monkeypatch):
     assert len(statements) >= 2 and max(map(len, statements)) < 256 * 1024
 
 
+@pytest.mark.slow
 def test_a_repair_stopped_mid_swap_is_finished_and_keeps_the_damaged_files(
         tmp_path, capsys, monkeypatch):
     store = tmp_path / "store"

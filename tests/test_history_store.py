@@ -74,6 +74,7 @@ def test_table_is_upstreams_ddl(store):
 
 
 @pytest.mark.parametrize("name", ["report_iree.json", "report_torch.json"])
+@pytest.mark.slow
 def test_dashboard_records_insert_unchanged(store, name):
     records = dashboard.render(report(name))
     store.insert([{"timestamp": 1, **META, **r} for r in records])
@@ -154,6 +155,7 @@ def test_series_points_in_time_order(store):
 NASTY = "host/it's a \\ [weird] case\n%_*?/baseline"
 
 
+@pytest.mark.slow
 def test_nasty_case_id_and_globs(store):
     rep = report("report_iree.json")
     run = make_run(rep, 10)
@@ -258,6 +260,7 @@ def _session(store) -> tuple[list, list, list]:
     return query.series(store, "*", None), query.runs(store), list(store.statements)
 
 
+@pytest.mark.slow
 def test_server_path_sends_the_same_statements(tmp_path):
     """The server path end to end: clickhouse-connect against tests/history_server.py
     (ClickHouse's HTTP interface answered by chdb in a thread): same results, and the
@@ -314,6 +317,7 @@ def test_grouped_rows_come_back_as_the_rows(store):
             want["metric"]["benchmark_values"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_a_stored_millisecond_run_is_named_skipped_and_removable(tmp_path, capsys):
     """A run stored before the importers checked values (here a millisecond epoch, put
     in through ingest directly): show, detect and html go on without it, each naming

@@ -200,6 +200,7 @@ def mutated_outputs(draw) -> bytes:
 @example(raw=b"\xff\xfe" + LN_GELU.encode())
 @example(raw=b'{"type": "dispatch_summary"}\n' + b"[" * 5000)
 @given(raw=mutated_outputs())
+@pytest.mark.slow
 def test_a_tools_bytes_parse_or_raise_value_error(raw):
     text = raw.decode("utf-8", errors="replace")
     for parse in (profile.dispatch_rows, profile.compile_statistics):

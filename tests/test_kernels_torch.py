@@ -121,6 +121,7 @@ def test_int8wo_replaces_the_baselines_matmul_ops(tmp_path):
     assert {"aten::_to_copy", "aten::mul"} <= int8 - base
 
 
+@pytest.mark.slow
 def test_inductor_rows_are_what_the_compiled_graph_calls(tmp_path):
     rows = _kernels_of(tmp_path, "torch-inductor", "baseline")["rows"]
     names = {r["name"] for r in rows}

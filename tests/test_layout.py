@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).resolve().parent.parent / "workflow"
 
 # Top to bottom; a module may import its own package and any lower layer, never a
@@ -59,6 +61,7 @@ def test_every_workflow_module_belongs_to_a_layer():
             assert own in RANK, f"{path}: add {own!r} to a layer in tests/test_layout.py"
 
 
+@pytest.mark.slow
 def test_imports_only_go_downward():
     wrong = []
     for path in sorted(PKG.rglob("*.py")):
@@ -159,6 +162,7 @@ def test_circles_are_found():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
+@pytest.mark.slow
 def test_no_import_circles():
     """No two workflow modules need each other, through any chain of imports, module level
     or inside functions: where two did, the idea they share has a module of its own
@@ -171,6 +175,7 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 
+@pytest.mark.slow
 def test_modules_and_functions_stay_small():
     big = []
     for path in sorted(PKG.rglob("*.py")):
@@ -187,6 +192,7 @@ def test_modules_and_functions_stay_small():
     assert not big, "too big:\n" + "\n".join(big)
 
 
+@pytest.mark.slow
 def test_only_backends_proc_starts_processes():
     """Every tool runs through workflow/backends/proc.py: argument lists, timeouts, output
     decoded with errors="replace", failures in one form. No other module of workflow/ or

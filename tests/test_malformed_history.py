@@ -382,6 +382,7 @@ def test_every_case_has_its_maker():
 
 @pytest.mark.parametrize(("case_id", "description", "expected"), CASES,
                          ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_refused_in_one_line(tmp_path, capsys, monkeypatch, case_id, description, expected):
     monkeypatch.chdir(tmp_path)
     code, argv = MAKE[case_id](tmp_path)

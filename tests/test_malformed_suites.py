@@ -509,6 +509,7 @@ def test_a_json_file_that_is_fine_loads(tmp_path):
 
 # --- max_cases ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_raising_max_cases_runs_the_large_suite(tmp_path):
     path = write(tmp_path, "big", "max_cases: 20000\n" + MP % "sweep, min_power: 0, "
                  "max_power: 20")
@@ -516,6 +517,7 @@ def test_raising_max_cases_runs_the_large_suite(tmp_path):
     assert len(suite.cases) == 9261 * 2
 
 
+@pytest.mark.slow
 def test_many_alike_huge_generators_are_refused_without_building_their_shapes(tmp_path):
     gens = ", ".join(["{name: sweep, min_power: 0, max_power: 20}",
                       "{name: small_sweep, min_power: 0, max_power: 20}"] * 5000)

@@ -28,6 +28,7 @@ def cosine_matrix(emb) -> np.ndarray:
     return e @ e.T
 
 
+@pytest.mark.slow
 def test_weights_are_the_real_model_and_match_sentence_transformers():
     """Our export module (encoder, masked mean, normalize) equals sentence-transformers'
     own pipeline over the package's files, and its similarities make sense for text,
@@ -48,6 +49,7 @@ def test_weights_are_the_real_model_and_match_sentence_transformers():
     assert sims[3, 6] > sims[3, 0]
 
 
+@pytest.mark.slow
 def test_padding_mask_matches_transformers_own_mask():
     """The ready-made additive mask (an IREE workaround) gives what BertModel computes
     from the 2D attention mask: padded positions are really masked."""

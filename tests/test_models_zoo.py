@@ -39,6 +39,7 @@ def zoo_params() -> list:
 
 
 @pytest.mark.parametrize("model,config,layers,shape,out_shape", zoo_params())
+@pytest.mark.slow
 def test_model_builds_runs_and_exports(tmp_path, model, config, layers, shape, out_shape):
     spec = {"model": model, "config": config, "dtype": "f32", "shape": list(shape),
             "layers": layers}
@@ -56,6 +57,7 @@ def test_model_builds_runs_and_exports(tmp_path, model, config, layers, shape, o
 
 
 @pytest.mark.parametrize("model", [m for m in ZOO if m != "minilm"])
+@pytest.mark.slow
 def test_random_weight_models_are_seeded(model):
     import torch
 
@@ -87,6 +89,7 @@ def test_model_threshold_replaces_the_suite_min_pcc():
     assert get_model("linear").tolerance("f32", suite_tol) == suite_tol
 
 
+@pytest.mark.slow
 def test_decoder_mask_is_transformers_default_mask():
     """The ready-made 4D causal mask (an IREE workaround) gives the logits transformers
     computes with its own mask, and Llama's rotary without no_grad the same cos/sin."""
@@ -111,6 +114,7 @@ def test_decoder_mask_is_transformers_default_mask():
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+@pytest.mark.slow
 def test_gpt2_small_config_builds():
     """The full-size config (only built here; one layer to keep it quick)."""
     import torch
@@ -121,6 +125,7 @@ def test_gpt2_small_config_builds():
         assert inst.module(*inst.inputs).shape == (1, 4, 50257)
 
 
+@pytest.mark.slow
 def test_resnet_flops_follow_the_input_size():
     small = get_model("resnet18").build("default", "f32", None, (1, 32, 32))
     big = get_model("resnet18").build("default", "f32", None, (1, 224, 224))

@@ -22,7 +22,13 @@ def test_registering_a_name_twice_fails():
         benchmark_model(name="linear", default_shape=(1,), shape_doc="")(lambda **k: None)
 
 
-@pytest.mark.parametrize("name", sorted(set(all_models()) - {"bert"}))
+# Their builders import transformers (seconds, once per process): the slow tier.
+TRANSFORMERS_MODELS = {"gpt2", "llama", "minilm"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.slow) if n in TRANSFORMERS_MODELS else n
+    for n in sorted(set(all_models()) - {"bert"})])
 def test_layer_models_run_and_are_seeded(name):
     spec = get_model(name)
     a = spec.build(spec.default_config, "f32", None, None)
@@ -41,6 +47,7 @@ def test_dtype_casts_module_and_float_inputs():
     assert next(inst.module.parameters()).dtype == torch.bfloat16
 
 
+@pytest.mark.slow
 def test_bert_layer_override_and_shape():
     inst = get_model("bert").build("tiny", "f32", 1, (2, 16))
     assert inst.module.config.num_hidden_layers == 1

@@ -100,6 +100,7 @@ def runners_of(records: list[dict], case_id: str) -> list[dict]:
     return [r["runners"][0] for r in records if r["benchmark"]["extra_info"]["case_id"] == case_id]
 
 
+@pytest.mark.slow
 def test_a_cuda_case_runs_on_a_cuda_runner_and_cpu_cases_on_a_cpu_one():
     report, case = cuda_report({"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 2,
                                 "gpu_memory_bytes": 80 * 1024**3})
@@ -123,6 +124,7 @@ def test_a_cuda_case_runs_on_a_cuda_runner_and_cpu_cases_on_a_cpu_one():
                           for r in others)
 
 
+@pytest.mark.slow
 def test_a_cuda_case_without_a_recorded_gpu_still_counts_one():
     report, case = cuda_report({})
     runner = runners_of(dashboard.render(report, PEAK), case["id"])[0]
@@ -130,6 +132,7 @@ def test_a_cuda_case_without_a_recorded_gpu_still_counts_one():
     assert runner["gpu_info"] == "" and runner["avail_gpu_mem_in_gb"] == 0
 
 
+@pytest.mark.slow
 def test_training_steps_are_training_records():
     """benchmark.mode is the case's mode, so a training step never reads as inference."""
     records = dashboard.render(with_training(torch_report()), PEAK)

@@ -78,6 +78,7 @@ def test_speedups_from_the_invocation_medians():
         assert row["eager_ms"] == pytest.approx(median_of_invocations(eager), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_every_format_shows_the_records_own_speedups():
     """Renderers read the speedup section fill_speedups wrote at aggregation; they do not
     recompute it from the siblings (a changed record value shows, a missing one stays
@@ -109,6 +110,7 @@ def test_status_classification():
                                          "unsupported": 0, "skipped": 0, "compile-only": 0}
 
 
+@pytest.mark.slow
 def test_peak_is_the_best_measured_matmul():
     result = peak.measure(sizes=(64, 128), repeats=2, budget_s=0.01)
     rates = [g for lib in result["by_library"].values() for g in lib.values()]

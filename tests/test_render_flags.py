@@ -9,7 +9,7 @@ import io
 import pandas as pd
 import pytest
 
-from tests.render_data import PEAK, find, torch_report
+from tests.render_data import PEAK, find, html_page, torch_report
 from workflow.records.report import validate_report
 from workflow.render import common as c
 from workflow.render import csv_report, dashboard, html, markdown
@@ -92,6 +92,7 @@ def _md_rows(coverage: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines]
 
 
+@pytest.mark.slow
 def test_html_shows_the_flag_and_the_reason_as_text(report):
     page = html.render(report, PEAK)
     row = page.split(f'data-id="{DISTURBED}"', 1)[0].rsplit("<tr", 1)[1]
@@ -151,9 +152,10 @@ def test_dashboard_rows_carry_the_flag_and_the_basis(report):
         "base_measured_at": INDUCTOR_AT, "case_measured_at": INDUCTOR_AT}
 
 
+@pytest.mark.slow
 def test_html_highlights_the_disturbed_count_only_when_there_are_some():
     """A clean run's `0 disturbed` is plain text: the orange badge is kept for a count a
     reader must act on."""
-    page = html.render(torch_report(), PEAK)
+    page = html_page("torch")
     assert "<span>0 disturbed</span>" in page and "flag-disturbed" not in page.split(
         "</style>", 1)[1]

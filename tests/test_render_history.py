@@ -323,6 +323,7 @@ def report():
 
 
 @pytest.mark.parametrize("linked", [True, False])
+@pytest.mark.slow
 def test_report_links_each_case_to_its_series(report, linked):
     text = html.render(report, PEAK, history_link=linked)
     links = re.findall(r'<a href="history\.html#(s-[0-9a-f]{12})"[^>]*>([^<]*)</a>', text)

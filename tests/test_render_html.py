@@ -66,6 +66,7 @@ def synthetic():
     return report, html.render(report, PEAK)
 
 
+@pytest.mark.slow
 def test_self_contained_page_with_one_row_per_case(real):
     report, text = real
     page = parse(text)
@@ -77,6 +78,7 @@ def test_self_contained_page_with_one_row_per_case(real):
     assert len(page.images) == 4  # latency, two sweeps (one per SKU), GEMM throughput
 
 
+@pytest.mark.slow
 def test_regressions_first_then_failures_then_degraded(synthetic):
     report, text = synthetic
     page = parse(text)
@@ -88,6 +90,7 @@ def test_regressions_first_then_failures_then_degraded(synthetic):
     assert attention.index("time regression") < attention.index("failed at compile")
 
 
+@pytest.mark.slow
 def test_peak_and_gflops_cells(real):
     report, text = real
     assert "100.0 GFLOP/s (test peak" in text
@@ -99,6 +102,7 @@ def test_peak_and_gflops_cells(real):
     assert "not measured" in html.render(report, None)
 
 
+@pytest.mark.slow
 def test_sweeps_group_by_everything_but_the_shape():
     report = iree_report()
     groups = plots.sweeps(report["cases"])
@@ -112,6 +116,7 @@ def test_sweeps_group_by_everything_but_the_shape():
                                        "linear f32 · host · iree · baseline · N=32"]
 
 
+@pytest.mark.slow
 def test_sweep_heatmaps_show_speedups_where_there_are_some():
     """Inductor and IREE sweeps show the speedup over eager, eager int8wo the speedup over
     its baseline, and eager baseline (nothing to compare with) its GFLOP/s."""
@@ -147,6 +152,7 @@ def status_cells(text: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("which", ["synthetic", "training"])
+@pytest.mark.slow
 def test_statuses_are_words_with_css_shapes_and_no_emoji(which, request):
     report, text = request.getfixturevalue(which)
     assert set(STATUS_EMOJI) == set(c.SYMBOLS.values()) | {"\u26A0", "\uFE0F"}
@@ -164,6 +170,7 @@ def test_statuses_are_words_with_css_shapes_and_no_emoji(which, request):
             assert f'<span class="st-{status}">{n} {status}</span>' in text
 
 
+@pytest.mark.slow
 def test_failed_degraded_and_unsupported_rows_say_so_in_words(synthetic, training):
     failed = status_cells(synthetic[1])["host/iree/histc_model-f32/baseline"]
     assert failed == "failed (compile)"
@@ -180,6 +187,7 @@ def test_failed_degraded_and_unsupported_rows_say_so_in_words(synthetic, trainin
             "<code>host/iree/linear-64x64x64-f32-train/baseline</code></li>") in text
 
 
+@pytest.mark.slow
 def test_where_the_time_goes_has_a_bar_and_the_top_kernels_per_profiled_case():
     report = with_kernels(iree_report())
     text = html.render(report, PEAK)

@@ -78,6 +78,7 @@ def test_long_names_are_shortened_in_the_middle():
 
 
 @pytest.mark.parametrize("which", [iree_report, torch_report])
+@pytest.mark.slow
 def test_csv_and_dashboard_keep_totals_only(which):
     """Kernels add nothing to the CSV or the dashboard: the same text and records as the
     same report without them, and the records still valid v3 rows."""

@@ -9,6 +9,7 @@ import csv
 import io
 import re
 
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from tests.render_data import (
@@ -16,6 +17,7 @@ from tests.render_data import (
     GPU_CASE,
     INCONCLUSIVE,
     PEAK,
+    html_page,
     iree_report,
     torch_report,
     wide_report,
@@ -35,8 +37,9 @@ def headers(page: str) -> list[str]:
     return re.findall(r"<th [^>]*>([^<]*)</th>", page.split('id="case-table"', 1)[1])
 
 
+@pytest.mark.slow
 def test_a_long_reason_is_cut_in_its_cell_and_whole_on_hover():
-    page = html.render(wide_report(), PEAK)
+    page = html_page("wide")
     cells = dict(zip(headers(page), row_cells(page, GPU_CASE), strict=True))
     cell = cells["Not measured"]
     assert "title=\"unsupported: no cuda device here: iree.runtime&#x27;s cuda driver is " \
@@ -46,13 +49,15 @@ def test_a_long_reason_is_cut_in_its_cell_and_whole_on_hover():
     assert brief.short("pass ×1.002") == "pass ×1.002"  # short text stays as it is
 
 
+@pytest.mark.slow
 def test_the_golden_verdict_stands_beside_the_status():
-    page = html.render(wide_report(), PEAK)
+    page = html_page("wide")
     assert headers(page)[:2] == ["Status", "Golden"]
     status, golden = row_cells(page, INCONCLUSIVE)[:2]
     assert ">ok<" in status and ">inconclusive ×1.381<" in golden
 
 
+@pytest.mark.slow
 def test_unsupported_cases_are_grouped_by_reason_then_by_what_their_ids_share():
     report = with_unsupported(torch_report(), 205)
     page, text = html.render(report, PEAK), markdown.render(report)
@@ -68,13 +73,14 @@ def test_unsupported_cases_are_grouped_by_reason_then_by_what_their_ids_share():
     assert summary.count("`host/iree/") == 1  # the group, no whole id repeated 210 times
 
 
+@pytest.mark.slow
 def test_an_unsupported_row_shows_no_eager_time():
     """The IREE int8wo case did not run: its eager sibling's time is not its own."""
     report = torch_report()
     unsupported = "host/iree/linear-64x64x64-f32/int8wo"
     eager = "host/torch-eager/linear-64x64x64-f32/int8wo"
     assert c.median_ms(next(x for x in report["cases"] if x["id"] == eager))
-    page = html.render(report, PEAK)
+    page = html_page("torch")  # of an unchanged torch_report(), as `report` is
     cells = dict(zip(headers(page), row_cells(page, unsupported), strict=True))
     assert cells["Eager ms"] == '<td data-v=""></td>'
     rows = [line for line in markdown.render(report).splitlines()
@@ -85,6 +91,7 @@ def test_an_unsupported_row_shows_no_eager_time():
     assert by_name[unsupported]["eager_ms"] == ""
 
 
+@pytest.mark.slow
 def test_latency_ticks_are_plain_decimals():
     """Cases between 0.13 and 0.35 ms: matplotlib labels such an axis 2×10^-1."""
     report = iree_report()
@@ -100,9 +107,10 @@ def test_latency_ticks_are_plain_decimals():
     assert not [label for label in labels if "10^" in label or "$" in label or "e" in label]
 
 
+@pytest.mark.slow
 def test_width_out_of_reach_is_said_once_in_each_legend():
     report = wide_report()
-    text, page = markdown.render(report), html.render(report, PEAK)
+    text, page = markdown.render(report), html_page("wide")  # of `report`
     explained = "width-out-of-reach: measuring stopped at a look because the 95% interval"
     assert text.count(explained) == 1 and page.count(explained) == 1
     timed = sum(1 for x in report["cases"] if c.median_ms(x) is not None)

@@ -30,8 +30,10 @@ def torch_params(model: str, config: str, shape, layers=None) -> int:
     ("mlp", "default", (4, 16, 24), 3),
     ("mlp", "default", (4, 16, 24), None),
     ("transformer_block", "tiny", (1, 8), 2),
-    ("bert", "tiny", (1, 16), 1),
-    ("bert", "tiny", (1, 600), 1),  # positions grow past 512 with the sequence
+    # bert imports transformers (seconds): the slow tier (make test), not make check.
+    pytest.param("bert", "tiny", (1, 16), 1, marks=pytest.mark.slow),
+    # positions grow past 512 with the sequence
+    pytest.param("bert", "tiny", (1, 600), 1, marks=pytest.mark.slow),
 ])
 def test_param_estimate_matches_the_built_model(model, config, shape, layers):
     assert r.param_estimate(model, config, shape, layers) == torch_params(

@@ -153,6 +153,7 @@ def _writer(path: str, writer: int, count: int, start) -> None:
 
 
 @pytest.mark.parametrize("forge", [False, True])
+@pytest.mark.slow
 def test_concurrent_writers_lose_no_record(tmp_path, forge):
     out = tmp_path / "perf.json"
     if forge:

@@ -12,6 +12,8 @@ import json
 import random
 import statistics
 
+import pytest
+
 from tests.test_goldens import make_case, make_report
 from workflow.cli.main import main
 from workflow.records.storage import write_json
@@ -54,6 +56,7 @@ def test_a_real_change_beyond_the_runs_spread_is_found_either_way():
     assert judged(1.03, golden).verdict == Verdict.PASS
 
 
+@pytest.mark.slow
 def test_identical_runs_rarely_regress_against_the_runs_before_them():
     """Fixed-seed simulation: runs whose levels vary 6 % (lognormal) as a whole, 4 golden
     runs, a fifth of the same code judged at tolerance 1.10: false regressions stay near

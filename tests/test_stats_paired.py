@@ -172,6 +172,7 @@ def test_mde_two_sample_is_monotone_and_infinite_where_p_cannot_reach_alpha():
 
 
 @pytest.mark.parametrize("cv, n_new, n_golden", [(0.1, 5, 5), (0.05, 8, 5)])
+@pytest.mark.slow
 def test_at_the_two_sample_mde_the_golden_verdict_fires_with_the_stated_power(
         cv, n_new, n_golden):
     power = 0.8

@@ -105,15 +105,18 @@ def _false_regressions_naive(d):
 AT_THE_MARGIN = 1.01
 
 
+@pytest.mark.slow
 def test_optional_stopping_under_the_plan_keeps_false_regressions_within_alpha_half():
     assert _false_regressions_with_the_plan(_null_log_ratios(3, ratio=AT_THE_MARGIN)) <= 0.05 / 2
 
 
+@pytest.mark.slow
 def test_naive_stopping_on_a_plain_95_percent_interval_exceeds_it():
     # The same data and stopping rule, without the plan: the check above can fail.
     assert _false_regressions_naive(_null_log_ratios(3, ratio=AT_THE_MARGIN)) > 0.05 / 2
 
 
+@pytest.mark.slow
 def test_the_interval_a_sequential_run_stops_with_covers_at_its_level():
     true = 1.03
     d = _null_log_ratios(4, experiments=2000, ratio=true)

@@ -129,6 +129,7 @@ def test_transformer_block_takes_mkn_with_k_as_the_hidden_size():
                                            "bf16_transformer_block")
 
 
+@pytest.mark.slow
 def test_transformer_block_is_torchaos_block():
     import torch
     from torchao.testing.model_architectures import create_model_and_input_data

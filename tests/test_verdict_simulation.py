@@ -72,6 +72,7 @@ def rates(model: str, ratio: float, seed: int = 1) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("model", MODELS)
+@pytest.mark.slow
 def test_identical_code_regresses_no_more_often_than_alpha(model):
     r = rates(model, 1.0)
     assert r.get("regression", 0) <= ALPHA and r.get("improvement", 0) <= ALPHA, r
@@ -83,6 +84,7 @@ CAUGHT = {"cv5": 1.0, "cv20": 0.95, "cv40": 0.5, "loaded": 0.75}
 
 
 @pytest.mark.parametrize("model", MODELS)
+@pytest.mark.slow
 def test_a_1_5x_slowdown_is_a_regression_or_at_least_not_a_pass(model):
     r = rates(model, 1.5)
     assert r.get("regression", 0) >= CAUGHT[model], r
@@ -92,6 +94,7 @@ def test_a_1_5x_slowdown_is_a_regression_or_at_least_not_a_pass(model):
     assert r.get("pass", 0) <= 0.08, r
 
 
+@pytest.mark.slow
 def test_a_re_measurement_judged_alone_keeps_the_false_alarm_rate():
     """The gate's re-measure (workflow/gating/remeasure.py): a case inconclusive on its
     12 invocations is measured 12 more times and those are judged alone against the
