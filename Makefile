@@ -44,14 +44,18 @@ report: setup
 
 # A change's first check, at most a minute on 2 cores: lint, the DAG's lint, the fast tier
 # less its `slow` tests (a second or more each: a transformers model, a report's plots, a
-# chdb history store, a statistical simulation; `make test` runs them). The bytecode cache
-# stays on (PYTHONDONTWRITEBYTECODE emptied): without it each worker rewrites and compiles
-# every test module's asserts again, about 15 s of the minute; __pycache__ is ignored by git.
+# chdb history store, a statistical simulation; `make test` runs them).
 check: setup
 	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
-	PYTHONDONTWRITEBYTECODE= BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -n $(WORKERS) \
-		-m "$(FAST) and not slow"
+	BENCHFLOW_FUZZ_EXAMPLES=30 $(BIN)/pytest -q -n $(WORKERS) -m "$(FAST) and not slow"
+
+# The tests keep the checkout's bytecode cache even where the environment says
+# PYTHONDONTWRITEBYTECODE (this project's machines do): without it each pytest worker
+# rewrites and compiles every test module's asserts again (15 s of make check's minute),
+# and each of the thousand-odd Python processes a test run starts (Snakemake, its jobs,
+# workers) compiles workflow/ again (0.1-0.3 s each). __pycache__ is ignored by git.
+check test: export PYTHONDONTWRITEBYTECODE :=
 
 # The parallel tier includes the SLURM tests (they start a real single-node SLURM,
 # tests/slurm/: root and apt; skipped with the reason elsewhere), which wait on the
