@@ -22,7 +22,6 @@ absent, a link, or not the bytes it says. Failures are never stored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 from workflow.errors import ConfigError
 from workflow.planning import keys
 from workflow.records import blobs
-from workflow.records.storage import WriteError, atomic_writer, write_json
+from workflow.records.storage import WriteError, atomic_writer, seal, sealed, write_json
 
 CACHE_ENV = "BENCHFLOW_EXPORT_CACHE"
 FORMAT = "benchflow export cache entry 1"
@@ -50,13 +49,6 @@ def entry_path(cache: Path, key: str) -> Path:
     return cache / "exports" / key[:2] / f"{key}.json"
 
 
-def _sealed(entry: dict) -> str:
-    """The digest of an entry without its own digest: an entry edited or cut short no
-    longer matches it."""
-    body = {k: v for k, v in entry.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
 def store(cache: Path, key: str, parts: dict, files: dict[str, dict], data: dict) -> Path:
     """Stores a successful export: its files (role -> path, with the sha256 each was
     fingerprinted with: `files[role]` is {"path", "sha256"}) into the content-addressed
@@ -70,7 +62,7 @@ def store(cache: Path, key: str, parts: dict, files: dict[str, dict], data: dict
     entry = {"format": FORMAT, "key": key, "parts": parts, "files": named, "data": data,
              "made_in": os.getcwd(),
              "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    entry["digest"] = _sealed(entry)
+    entry["digest"] = seal(entry)
     path = entry_path(cache, key)
     if path.is_symlink():
         path.unlink(missing_ok=True)  # replaced by a file of ours, never written through
@@ -91,7 +83,7 @@ def read_entry(cache: Path, key: str, parts: dict) -> dict:
     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
         raise blobs.Refused(f"{path}: not an entry of this cache (format "
                             f"{entry.get('format') if isinstance(entry, dict) else '?'!r})")
-    if entry.get("digest") != _sealed(entry):
+    if not sealed(entry):
         raise blobs.Refused(f"{path}: edited or damaged (its digest does not match)")
     if entry.get("key") != key or entry.get("parts") != parts:
         raise blobs.Refused(f"{path}: an entry of other inputs ("

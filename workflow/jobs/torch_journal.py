@@ -32,7 +32,7 @@ from pathlib import Path
 
 from workflow.paths import torch_case_record
 from workflow.planning import keys
-from workflow.records.storage import read_json, write_json
+from workflow.records.storage import read_json, seal, sealed, write_json
 from workflow.stats.enums import Status
 
 SUFFIX = ".measured"
@@ -118,7 +118,8 @@ class Journal:
 
     def keep(self, identity: dict, key: str, record: dict, timeouts: dict) -> None:
         """A case's record, as soon as it is measured (atomically: storage.write_json)."""
-        write_json(self.path(identity), {"key": key, "timeouts": timeouts, "record": record})
+        entry = {"key": key, "timeouts": timeouts, "record": record}
+        write_json(self.path(identity), {**entry, "digest": seal(entry)})
 
     def stopped(self, identity: dict, key: str, why: str) -> None:
         """The case the batch was measuring when it was stopped: why, never reused."""
@@ -127,8 +128,9 @@ class Journal:
     def reusable(self, identity: dict, key: str, timeouts: dict) -> tuple[dict | None, str]:
         """The case's record kept by an earlier, stopped run of the batch, or None, and
         why in words for the batch's log. Read back and checked by content: the entry's
-        key must be the case's key now and its record the case's own (a file copied
-        from another case's place, cut short or edited is measured again)."""
+        key must be the case's key now, its record the case's own and its digest its
+        bytes' (a file copied from another case's place, cut short or edited, a median
+        changed by hand with its key kept, is measured again)."""
         path = self.path(identity)
         if not path.exists():
             return None, "not measured yet"
@@ -140,6 +142,8 @@ class Journal:
             return None, f"{path}: not a journal entry"
         if entry.get("stopped"):
             return None, f"the last run was {entry['stopped']}"
+        if not sealed(entry):
+            return None, f"{path}: edited or damaged (its digest does not match)"
         if entry.get("key") != key:
             return None, "its inputs changed since the last run measured it"
         record = entry.get("record")

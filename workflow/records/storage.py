@@ -153,6 +153,20 @@ def read_json(path: str | Path) -> Any:
                                  os_errors=True))
 
 
+def seal(entry: dict) -> str:
+    """The digest of an entry benchflow keeps to reuse (a cached export, a measured case),
+    without its own `digest`: read back, an entry edited by hand or cut short no longer
+    matches it (sealed), and is made or measured again rather than used."""
+    import hashlib
+
+    body = {k: v for k, v in entry.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def sealed(entry: dict) -> bool:
+    return entry.get("digest") == seal(entry)
+
+
 def file_sha256(path: str | Path) -> str:
     """The sha256 of a file's bytes, read in blocks (modules and MLIR can be gigabytes)."""
     import hashlib
