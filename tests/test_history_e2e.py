@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
+from tests.shared_progress import an_earlier_runs_peak
 
 pytestmark = pytest.mark.e2e
 
@@ -26,6 +27,7 @@ def workdir(tmp_path_factory):
              "workloads": [{"model": "linear", "shapes": [[16, 32, 32]]}],
              "history": {"ingest": True}}
     write_suite(wd / "suite.yaml", suite)
+    an_earlier_runs_peak(wd)  # the history's input: not measured again by this run
     snakemake(wd, "results/history.html", "results/report.html",
               "--configfile", str(wd / "suite.yaml"))
     return wd
