@@ -163,22 +163,43 @@ def test_a_hanging_case_times_out_and_a_crash_fails_only_that_case(tmp_path):
     assert crash["status"] == "failed" and "exited with -9" in crash["error"]
 
 
-@pytest.mark.tool
-def test_a_batch_writes_one_record_per_case(tmp_path):
+@pytest.fixture(scope="module")
+def own_python_batch(tmp_path_factory) -> dict:
+    """One torch batch of two cases, run by a SKU's own interpreter, for the two tests
+    below: each torch worker costs seconds of CPU (it imports torch), and what the one
+    test asserts of the records does not depend on which interpreter made them."""
+    import sys
+
+    tmp_path = tmp_path_factory.mktemp("own_python_batch")
+    # Another interpreter, as a second build of torch would be: a wrapper that notes each
+    # start and runs this one (which has no benchflow package of its own on the path).
+    starts = tmp_path / "starts"
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$@" >> {starts}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
     suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8], [8, 8, 8]]}])
+    sku = {**suite.sku("host"), "torch": {**suite.sku("host")["torch"], "python": str(python)}}
     cases, plan = plan_of(suite)
     said = []
-    records = run_torch_batch(cases=cases, backends=plan["backends"], sku=suite.sku("host"),
+    records = run_torch_batch(cases=cases, backends=plan["backends"], sku=sku,
                               tolerances=plan["tolerances"], timeout_per_case=120,
                               out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"),
                               say=said.append)
+    return {"cases": cases, "records": records, "said": said, "python": python,
+            "starts": starts, "out_dir": tmp_path / "batch"}
+
+
+@pytest.mark.tool
+def test_a_batch_writes_one_record_per_case(own_python_batch):
+    cases, records, said = (own_python_batch[k] for k in ("cases", "records", "said"))
     # A line per case as the worker finished it (a batch of hours is not silent).
     assert [line.split(": ")[1].split()[0] for line in said] == [c["id"] for c in cases]
     assert said[0].startswith("torch 1 of 2 done (") and " median " in said[0], said
     assert said[1].startswith("torch 2 of 2 done ("), said
-    cases_dir = tmp_path / "batch" / "cases"
+    cases_dir = own_python_batch["out_dir"] / "cases"
     assert sorted(str(p.relative_to(cases_dir)) for p in cases_dir.rglob("*.json")) == [
         "torch-eager/linear-4x8x8-f32/baseline.json", "torch-eager/linear-8x8x8-f32/baseline.json"]
+    assert len(records) == 2
     for rec in records:
         assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
         assert len(rec["timing"]["invocation_medians_ms"]) == 2
@@ -191,30 +212,21 @@ def test_a_batch_writes_one_record_per_case(tmp_path):
 
 
 @pytest.mark.tool
-def test_a_skus_own_python_runs_its_workers_and_is_recorded(tmp_path):
-    import sys
-
-    # Another interpreter, as a second build of torch would be: a wrapper that notes each
-    # start and runs this one (which has no benchflow package of its own on the path).
-    starts = tmp_path / "starts"
-    python = tmp_path / "python"
-    python.write_text(f'#!/bin/sh\necho "$@" >> {starts}\nexec {sys.executable} "$@"\n')
-    python.chmod(0o755)
-    suite = suite_for(tmp_path, [{"model": "linear", "shapes": [[4, 8, 8]]}])
-    sku = {**suite.sku("host"), "torch": {**suite.sku("host")["torch"], "python": str(python)}}
-    cases, plan = plan_of(suite)
-    (rec,) = run_torch_batch(cases=cases, backends=plan["backends"], sku=sku,
-                             tolerances=plan["tolerances"], timeout_per_case=120,
-                             out_dir=str(tmp_path / "batch"), log=str(tmp_path / "log"))
-    assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
-    lines = starts.read_text().splitlines()
-    # One worker for the batch (its invocations are forked from it), then the version probe.
-    assert sum("workflow.backends.torch.worker" in ln for ln in lines) == 1, lines
-    prov = rec["provenance"]
-    assert prov["torch_python"] == str(python)
+def test_a_skus_own_python_runs_its_workers_and_is_recorded(own_python_batch):
     import torch
-    assert prov["torch_version"] == torch.__version__.split("+")[0] or \
-        prov["torch_version"] == torch.__version__
+
+    python = own_python_batch["python"]
+    for rec in own_python_batch["records"]:
+        assert rec["status"] == "ok" and rec["timing"]["invocations"] == 2
+    lines = own_python_batch["starts"].read_text().splitlines()
+    # One worker for the batch, both cases (their invocations are forked from it), then
+    # the version probe.
+    assert sum("workflow.backends.torch.worker" in ln for ln in lines) == 1, lines
+    for rec in own_python_batch["records"]:
+        prov = rec["provenance"]
+        assert prov["torch_python"] == str(python)
+        assert prov["torch_version"] == torch.__version__.split("+")[0] or \
+            prov["torch_version"] == torch.__version__
 
 
 def test_a_skus_python_that_is_not_there_is_refused_at_load(tmp_path):
