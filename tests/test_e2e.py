@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import DATA, snakemake, tiny_suite, write_suite
+from tests.shared_keys import copy_suite_dir, settle, up_to_date
 from workflow.records.report import report_schema
 
 pytestmark = pytest.mark.e2e
@@ -46,8 +47,14 @@ def finished(tmp_path_factory):
     """One tiny suite, run once; tests that change it work on copies of its state."""
     workdir = tmp_path_factory.mktemp("suite")
     write_suite(workdir / "suite.yaml", tiny_suite())
-    snakemake(workdir, "results/report.json", "--configfile", str(workdir / "suite.yaml"))
+    run_finished(workdir)
+    up_to_date(workdir)
     return workdir
+
+
+def run_finished(workdir, *args: str):
+    return snakemake(workdir, "results/report.json", "--configfile",
+                     str(workdir / "suite.yaml"), *args)
 
 
 def test_report_is_schema_valid_and_complete(finished):
@@ -78,9 +85,24 @@ def test_report_is_schema_valid_and_complete(finished):
         assert case["memory"]["peak_bytes"] > 0 and case["memory"]["kind"] == "rss"
 
 
+def test_a_shared_run_is_settled_only_when_a_test_left_it_changed(tmp_path):
+    """tests/shared_keys.settle: the settling run is skipped only after a test said the
+    directory is up to date, and a test that goes on to change it takes that back (so a
+    failure midway makes the next test settle it)."""
+    runs = []
+    settle(tmp_path, lambda: runs.append("first"))  # never said up to date
+    settle(tmp_path, lambda: runs.append("after a change"))
+    up_to_date(tmp_path)
+    settle(tmp_path, lambda: runs.append("not needed"), changes=False)
+    settle(tmp_path, lambda: runs.append("still not needed"))
+    settle(tmp_path, lambda: runs.append("changed since"))
+    assert runs == ["first", "after a change", "changed since"]
+
+
 def test_second_run_does_nothing(finished):
     proc = snakemake(finished, "results/report.json", "--configfile", str(finished / "suite.yaml"))
     assert "Nothing to be done" in proc.stdout + proc.stderr
+    up_to_date(finished)
 
 
 @contextlib.contextmanager
@@ -97,16 +119,21 @@ def edited_suite(workdir, suite: dict):
         path.write_text(original)
 
 
-def test_changed_flag_reruns_exactly_that_skus_jobs(finished):
+def test_changed_flag_reruns_exactly_that_skus_jobs(finished, tmp_path):
+    # On a copy of the shared run (with the shared suite file, edited then restored):
+    # the tests after it start from the suite as it was, not from one whose generic SKU
+    # they would have to measure again.
+    settle(finished, lambda: run_finished(finished), changes=False)
+    work = copy_suite_dir(finished, tmp_path / "suite")
     suite = tiny_suite()
     suite["skus"]["generic"]["iree"]["compile_flags"] = ["--iree-opt-level=O1"]
     with edited_suite(finished, suite) as changed:
-        dry = snakemake(finished, "-n", "results/report.json", "--configfile", str(changed))
+        dry = snakemake(work, "-n", "results/report.json", "--configfile", str(changed))
         assert job_counts(dry) == {"iree_batch": 1, "report": 1}
         assert "output: results/iree/host" not in dry.stdout
-        before = mtimes(finished)
-        snakemake(finished, "results/report.json", "--configfile", str(changed))
-        after = mtimes(finished)
+        before = mtimes(work)
+        snakemake(work, "results/report.json", "--configfile", str(changed))
+        after = mtimes(work)
     rewritten = {p for p in after if after[p] != before.get(p)}
     # That SKU's compiles, runs, verifications and cases; the exports are reused.
     assert rewritten and all(p.startswith(("results/compile/generic", "results/run/generic",
@@ -114,7 +141,7 @@ def test_changed_flag_reruns_exactly_that_skus_jobs(finished):
                                            "results/iree/generic", "results/report.json"))
                              for p in rewritten), rewritten
     assert any(p.startswith("results/compile/generic") for p in rewritten)
-    report = read_report(finished)
+    report = read_report(work)
     flags = {c["sku"]: c["compile"]["flags"] for c in report["cases"]}
     assert flags["generic"][-1] == "--iree-opt-level=O1"
     assert "--iree-opt-level=O1" not in flags["host"]
@@ -133,7 +160,7 @@ def fake_version(tmp_path, dist: str, version: str) -> dict:
 def test_a_compiler_or_torch_upgrade_reruns_every_batch(
         finished, tmp_path):
     suite = str(finished / "suite.yaml")
-    snakemake(finished, "results/report.json", "--configfile", suite)  # settle earlier tests
+    settle(finished, lambda: run_finished(finished), changes=False)  # dry runs only below
     for dist in ("iree-base-compiler", "torch"):
         dry = snakemake(finished, "-n", "results/report.json", "--configfile", suite,
                         env=fake_version(tmp_path, dist, "99.0.0"))
@@ -145,7 +172,13 @@ def test_a_compiler_or_torch_upgrade_reruns_every_batch(
 def test_adding_a_workload_measures_it_alone_and_forcing_measures_all(finished):
     suite = tiny_suite()
     suite["workloads"].append({"model": "linear", "shapes": [[8, 16, 16]]})
-    snakemake(finished, "results/report.json", "--configfile", str(finished / "suite.yaml"))
+    settle(finished, lambda: run_finished(finished))
+    # Forcing the batches re-measures every case of them: the suite's own four, forced
+    # before the workload is added (the two cases more would only cost their seconds).
+    before = mtimes(finished)
+    run_finished(finished, "--forcerun", "iree_batch")
+    after = mtimes(finished)
+    assert all(after[p] != before[p] for p in after if p.startswith("results/cases/"))
     with edited_suite(finished, suite) as grown:
         before = mtimes(finished)
         snakemake(finished, "results/report.json", "--configfile", str(grown))
@@ -160,13 +193,6 @@ def test_adding_a_workload_measures_it_alone_and_forcing_measures_all(finished):
     assert "host/iree/linear-16x32x32-f32/baseline: reused" in log
     assert f"host/iree/{new}/baseline: measuring" in log
     assert len(read_report(finished)["cases"]) == 6
-    # Forcing the batches re-measures every case of them.
-    with edited_suite(finished, suite) as grown:
-        before = mtimes(finished)
-        snakemake(finished, "results/report.json", "--configfile", str(grown),
-                  "--forcerun", "iree_batch")
-        after = mtimes(finished)
-    assert all(after[p] != before[p] for p in after if p.startswith("results/cases/"))
 
 
 def test_a_model_that_fails_to_compile_is_a_failed_case(tmp_path):
