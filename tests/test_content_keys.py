@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, snakemake, tiny_suite, write_suite
-from tests.shared_keys import settle, up_to_date
+from tests.shared_runs import settle, up_to_date
 from tests.test_e2e import job_counts, mtimes, read_report
 
 pytestmark = pytest.mark.e2e

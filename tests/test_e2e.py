@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import DATA, snakemake, tiny_suite, write_suite
-from tests.shared_keys import copy_suite_dir, settle, up_to_date
+from tests.shared_runs import copy_suite_dir, settle, up_to_date
 from workflow.records.report import report_schema
 
 pytestmark = pytest.mark.e2e
@@ -86,7 +86,7 @@ def test_report_is_schema_valid_and_complete(finished):
 
 
 def test_a_shared_run_is_settled_only_when_a_test_left_it_changed(tmp_path):
-    """tests/shared_keys.settle: the settling run is skipped only after a test said the
+    """tests/shared_runs.settle: the settling run is skipped only after a test said the
     directory is up to date, and a test that goes on to change it takes that back (so a
     failure midway makes the next test settle it)."""
     runs = []

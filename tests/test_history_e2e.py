@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.conftest import FAST_MEASUREMENT, snakemake, write_suite
-from tests.shared_progress import an_earlier_runs_peak
+from tests.shared_runs import an_earlier_runs_peak
 
 pytestmark = pytest.mark.e2e
 

@@ -297,7 +297,7 @@ def test_the_plain_snakemake_command_prints_cases_eta_and_summary(tmp_path):
     """Issue 36: no `--logger` flag to remember. Snakemake reads the workflow profile
     next to the Snakefile (profiles/default/) by itself, and it picks benchflow's logger;
     `--logger-benchflow-format` still chooses the format."""
-    from tests.shared_progress import an_earlier_runs_peak
+    from tests.shared_runs import an_earlier_runs_peak
 
     suite = write_suite(tmp_path / "suite.yaml", progress_suite())
     # The renders' peak as an earlier run left it: measure_peak (a job of every core for

@@ -25,7 +25,7 @@ import pytest
 
 from tests.conftest import DATA, FAST_MEASUREMENT, REPO, write_suite
 from tests.render_data import find, iree_report, torch_report
-from tests.shared_progress import an_earlier_runs_peak
+from tests.shared_runs import an_earlier_runs_peak
 from tests.test_progress import TINY_SNAKEFILE, ab_row, iree_batch_on_disk
 from workflow import paths
 from workflow.commands import progress as stages
