@@ -584,6 +584,7 @@ def test_snakemake_records_an_upstream_rocm_file_as_compile_only(tmp_path, chip_
 def test_snakemake_compile_only_suite_bless_then_an_added_dispatch_fails_the_gate(
         tmp_path, capsys):
     from tests.conftest import FAST_MEASUREMENT, snakemake
+    from tests.test_e2e import job_counts
 
     def suite(flags: list[str]) -> str:
         return str(write_suite(tmp_path / "suite.yaml", {
@@ -601,18 +602,22 @@ def test_snakemake_compile_only_suite_bless_then_an_added_dispatch_fails_the_gat
     assert case["error"].startswith("no cuda device here")
     assert main(["bless", "--report", str(report), "--goldens", str(tmp_path / "goldens"),
                  "--yes"]) == 0
-    # Blessing re-judges (the report step), it does not recompile.
-    dry = snakemake(tmp_path, "-n", "results/report.json", "--configfile", suite([FUSE]))
-    assert "iree_batch" not in dry.stdout
-    snakemake(tmp_path, "results/report.json", "--configfile", suite([FUSE]))
+    # Blessing re-judges (the report step), it does not recompile: the run's own plan
+    # (its "Job stats", printed before any job) says so, without a dry run before it.
+    rejudged = snakemake(tmp_path, "results/report.json", "--configfile", suite([FUSE]))
+    plan = job_counts(rejudged)
+    assert "report" in plan and "iree_batch" not in plan, rejudged.stderr
     capsys.readouterr()
     assert main(["check", "--report", str(report)]) == 0
 
-    snakemake(tmp_path, "results/report.json", "--configfile", suite([]))
+    # The flag dropped: the gate run recompiles (its plan has the IREE batch the re-judging
+    # run above had not), remakes the report, then fails on it. One snakemake run for the
+    # report and the gate, which would otherwise find the report made and only gate it.
+    gate = snakemake(tmp_path, "results/gate.json", "--configfile", suite([]), check=False)
+    assert job_counts(gate).get("iree_batch") == 1, gate.stderr
     (case,) = json.loads(report.read_text())["cases"]
     assert case["compile"]["dispatch_count"] == 3
     assert case["golden"]["dispatch_verdict"] == "regression"
     assert main(["check", "--report", str(report)]) == 1
     assert "dispatch regressed (dispatches x1.500 of 2)" in capsys.readouterr().out
-    gate = snakemake(tmp_path, "results/gate.json", "--configfile", suite([]), check=False)
     assert gate.returncode != 0
