@@ -21,10 +21,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-# The server: imports `preload`, then per request line (JSON: argv, cwd, env, timeout)
-# forks; the child becomes the command, the server waits for it and answers with a line
-# (JSON: rc, and the files holding its stdout and stderr). Requests on stdin, answers
-# on the pipe whose fd is argv[1]: a child's stdout is never mixed into an answer.
+# The server: imports `preload`, then per request line (JSON: argv, cwd, env, timeout,
+# and the files for the command's stdout and stderr) forks; the child becomes the
+# command, the server waits for it and answers with a line (JSON: its exit status and
+# CPU seconds). Requests on stdin, answers on the pipe whose fd is argv[1]: a child's
+# stdout is never mixed into an answer.
 SERVER = r'''
 import gc, importlib, json, os, signal, sys, time
 answers = os.fdopen(int(sys.argv[1]), "w", buffering=1)
