@@ -6,6 +6,7 @@ not in the suite) is refused in one line with exit 2 before anything is measured
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -244,16 +245,28 @@ CASES += [
 WHY = {row[0]: row[-1] for row in CASES}
 
 
+@pytest.fixture(scope="module")
+def refused_repo(tmp_path_factory) -> tuple[Path, list[str]]:
+    """The repository the refusals below are given (16 commits, a CUDA SKU besides),
+    built once for them all: some fifty git processes each time otherwise. Each test
+    refuses on a copy of its own, as some write into the working copy."""
+    repo = tmp_path_factory.mktemp("refused") / "repo"
+    shas = build_repo(repo, {}, skus={"gpu": {"iree": {
+        "target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}})
+    return repo, shas[:3]
+
+
 @pytest.mark.parametrize("cid,desc,expected", REFUSED, ids=[c[0] for c in REFUSED])
-def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, cid, desc, expected):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, refused_repo, cid, desc,
+                                          expected):
     repo = tmp_path / "repo"
     if cid == "bisect-not-a-repo":
         repo.mkdir()
         write_suite(repo / "suite.yaml", suite())
         shas = ["HEAD", "HEAD~1"]
     else:
-        shas = build_repo(repo, {}, skus={"gpu": {"iree": {
-            "target_backend": "cuda", "target_chip": "sm_80", "device": "cuda"}}})[:3]
+        shutil.copytree(refused_repo[0], repo, symlinks=True)
+        shas = refused_repo[1]
     if cid == "bisect-bad-history":  # the working copy's suite: read before measuring
         write_suite(repo / "suite.yaml", {**suite(), "history": {"paht": "h"}})
     case = {"bisect-unknown-case": "sync/iree/nosuch/baseline",

@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.shared_tools import WarmCommands
 
 README = REPO / "README.md"
 PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
@@ -242,8 +243,21 @@ def page_dirs(tmp_path_factory) -> dict[str, Path]:
     return dirs
 
 
-def shell(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """The `benchflow` and `snakemake` lines below each run in a process of their own,
+    forked from one that imported them once (tests/shared_tools.py): the forty-odd
+    cheap commands here would otherwise each pay ~2 s of CPU for the imports alone."""
+    commands = WarmCommands(tmp_path_factory.mktemp("outputs"))
+    yield commands
+    commands.close()
+
+
+def shell(argv: list[str], cwd: Path, warm: WarmCommands | None = None,
+          timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if warm is not None and argv[0] in ("benchflow", "snakemake"):
+        return warm.run(argv, cwd, env, timeout)
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -277,7 +291,7 @@ def runnable() -> list[tuple[str, str]]:
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(("page", "command"), runnable())
-def test_documented_command_runs(page_dirs, page, command):
+def test_documented_command_runs(page_dirs, warm, page, command):
     _prefix, how, expected = rule_for(command)
     argv = shlex.split(command)
     cwd = REPO if how == "repo" else page_dirs[page]
@@ -286,13 +300,13 @@ def test_documented_command_runs(page_dirs, page, command):
         argv[1:1] = ["-s", str(REPO / "Snakefile")]
         if how == "dry":
             argv.append("-n")
-    proc = shell(argv, cwd)
+    proc = shell(argv, cwd, warm)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert expected in proc.stdout + proc.stderr
 
 
 @pytest.mark.tool
-def test_quoted_outputs_are_printed(page_dirs):
+def test_quoted_outputs_are_printed(page_dirs, warm):
     """The README's quoted outputs of `benchflow list --cases` and `benchflow benchmarks`
     are what those commands print (the repository's path written as ~/benchflow)."""
     checks = [("cases: 5\n", ["benchflow", "list", "--configfile", "my.yaml", "--cases"]),
@@ -303,7 +317,7 @@ def test_quoted_outputs_are_printed(page_dirs):
         quoted = [b for b in BLOCKS if b.lang == "" and b.text.startswith(start)]
         assert quoted, start
         for block in quoted:
-            proc = shell(argv, page_dirs[block.page])
+            proc = shell(argv, page_dirs[block.page], warm)
             assert proc.returncode == 0, proc.stderr
             printed = proc.stdout.replace(str(REPO), "~/benchflow")
             assert block.text in printed, f"{block.where}:\n{printed}"
@@ -312,7 +326,7 @@ def test_quoted_outputs_are_printed(page_dirs):
 @pytest.mark.tool
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"],
                          ids=lambda b: b.where)
-def test_documented_suite_validates(page_dirs, tmp_path, block):
+def test_documented_suite_validates(page_dirs, warm, tmp_path, block):
     for line, why in SKIPPED_YAML.items():
         if line in block.text:
             pytest.skip(why)
@@ -322,13 +336,13 @@ def test_documented_suite_validates(page_dirs, tmp_path, block):
         data = {**yaml.safe_load(first_suite(SUITES_PAGE).text), **data}
     suite = tmp_path / "block.yaml"
     suite.write_text(yaml.safe_dump(data, sort_keys=False))
-    proc = shell(["benchflow", "validate", str(suite)], tmp_path)
+    proc = shell(["benchflow", "validate", str(suite)], tmp_path, warm)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok: 1 file(s) valid" in proc.stdout
 
 
 @pytest.mark.tool
-def test_the_model_example_registers_builds_and_validates(page_dirs, tmp_path):
+def test_the_model_example_registers_builds_and_validates(page_dirs, warm, tmp_path):
     """The custom-model example, as written, listed under a suite's model_modules."""
     (block,) = [b for b in BLOCKS if b.lang == "python"]
     (tmp_path / "my_models.py").write_text(block.text)
@@ -338,9 +352,10 @@ def test_the_model_example_registers_builds_and_validates(page_dirs, tmp_path):
     suite["model_modules"] = ["my_models.py"]
     suite["workloads"].append({"model": name, "configs": configs})
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
-    proc = shell(["benchflow", "validate", "suite.yaml"], tmp_path)
+    proc = shell(["benchflow", "validate", "suite.yaml"], tmp_path, warm)
     assert proc.returncode == 0 and "ok: 1 file(s) valid" in proc.stdout, proc.stderr
-    proc = shell(["benchflow", "list", "--configfile", "suite.yaml", "--cases"], tmp_path)
+    proc = shell(["benchflow", "list", "--configfile", "suite.yaml", "--cases"], tmp_path,
+                 warm)
     assert proc.returncode == 0, proc.stderr
     for config in configs:
         assert f"cpu-host/iree/{name}-{config}-f32/baseline" in proc.stdout
@@ -364,7 +379,7 @@ for config in {configs!r}:
 
 
 @pytest.mark.e2e
-def test_the_refused_suite_example(tmp_path):
+def test_the_refused_suite_example(tmp_path, warm):
     """The refused suite: the Suites page's suite with its SKU at 0 invocations and a
     second workload of bert with config `huge`, given to snakemake: no job, every problem
     on its line."""
@@ -374,7 +389,7 @@ def test_the_refused_suite_example(tmp_path):
     suite["workloads"][1] = {"model": "bert", "configs": ["huge"]}
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
     proc = shell(["snakemake", "-s", str(REPO / "Snakefile"), "-n", "results/report.json",
-                  "--configfile", "my.yaml"], tmp_path)
+                  "--configfile", "my.yaml"], tmp_path, warm)
     assert proc.returncode != 0
     printed = proc.stderr.replace(f"{tmp_path}/", "")
     assert block.text in printed, printed
