@@ -34,10 +34,13 @@ if "BENCHFLOW_EXPORT_CACHE" not in os.environ and "PYTEST_XDIST_WORKER" not in o
 
 
 def pytest_unconfigure(config):
-    if _OWN_EXPORT_CACHE and "PYTEST_XDIST_WORKER" not in os.environ:
-        import shutil
+    import shutil
 
+    if _OWN_EXPORT_CACHE and "PYTEST_XDIST_WORKER" not in os.environ:
         shutil.rmtree(_OWN_EXPORT_CACHE, ignore_errors=True)
+    if "commands" in _WARM:
+        _WARM["commands"].close()
+        shutil.rmtree(_WARM["scratch"], ignore_errors=True)
 
 # Small enough for seconds per case, large enough to exercise every protocol step (a
 # fixed count: tests of the adaptive plan set max_invocations themselves). Never
@@ -103,10 +106,36 @@ def init_repo(path: Path, branch: str = "main") -> Path:
     return path
 
 
+# The snakemake runs of a test process are forks of one interpreter that imported
+# Snakemake, its plugins and the planning code once (tests/shared_tools.WarmCommands):
+# each run is still a process of its own, with its own environment, directory and
+# exit, but its start costs ~1 s of CPU instead of ~3 (a CI run makes ~200 of them on
+# 2 cores). A run given an `env` of its own starts a fresh interpreter: such an env
+# can change what gets imported (PYTHONPATH, a package's version), which a fork of
+# modules imported before would not see.
+_WARM: dict = {}
+
+
+def _warm_commands():
+    if "commands" not in _WARM:
+        import tempfile
+
+        from tests.shared_tools import WarmCommands
+
+        _WARM["scratch"] = Path(tempfile.mkdtemp(prefix="benchflow-warm-"))
+        _WARM["commands"] = WarmCommands(_WARM["scratch"], programs=("snakemake",))
+    return _WARM["commands"]
+
+
 def snakemake(workdir: Path, *args: str, env: dict | None = None, check: bool = True):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
            "--directory", str(workdir), "--cores", "2", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    if env is None:
+        proc = _warm_commands().run(
+            ["snakemake", *cmd[3:]], Path.cwd(), dict(os.environ), timeout=900,
+            script=str(Path(sys.executable).parent / "snakemake"))
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

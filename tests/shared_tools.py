@@ -106,12 +106,13 @@ class WarmCommands:
         os.close(write)
         self.answers = os.fdopen(read)
 
-    def run(self, argv: list[str], cwd: Path, env: dict, timeout: float = 300
-            ) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], cwd: Path, env: dict, timeout: float = 300,
+            script: str | None = None) -> subprocess.CompletedProcess:
+        """`script`: the program's path as its argv[0] (`python -m snakemake`, which needs
+        no PATH); by default the console script on the env's PATH, as a shell finds it:
+        none there fails as subprocess.run would."""
         assert argv[0] in PRELOAD, argv
-        # The installed console script's path, as the script itself sets argv[0]; none
-        # on PATH fails as subprocess.run would.
-        script = shutil.which(argv[0], path=env.get("PATH"))
+        script = script or shutil.which(argv[0], path=env.get("PATH"))
         if script is None:
             raise FileNotFoundError(f"{argv[0]}: not on PATH")
         self.count += 1
