@@ -48,17 +48,19 @@ def serve():
         pid = os.fork()
         if pid == 0:
             return req  # the child: becomes the command below
-        deadline = time.monotonic() + req["timeout"]
+        deadline, timed_out = time.monotonic() + req["timeout"], False
         while True:
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 break
-            if time.monotonic() > deadline:
+            timed_out = time.monotonic() > deadline
+            if timed_out:
                 os.kill(pid, signal.SIGKILL)
                 _, status, usage = os.wait4(pid, 0)
                 break
             time.sleep(0.01)
         answers.write(json.dumps({"rc": os.waitstatus_to_exitcode(status),
+                                  "timed_out": timed_out,
                                   "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
     sys.exit(0)
 
@@ -125,8 +127,10 @@ class WarmCommands:
         assert line, f"the command server ended (status {self.proc.poll()})"
         answer = json.loads(line)
         self.cpu_s += answer["cpu_s"]
-        rc = answer["rc"]
-        return subprocess.CompletedProcess(argv, rc, out.read_text(), err.read_text())
+        if answer["timed_out"]:  # killed, as subprocess.run kills and raises
+            raise subprocess.TimeoutExpired(argv, timeout, out.read_text(), err.read_text())
+        return subprocess.CompletedProcess(argv, answer["rc"], out.read_text(),
+                                           err.read_text())
 
     def close(self) -> None:
         self.proc.stdin.close()

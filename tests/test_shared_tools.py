@@ -55,5 +55,13 @@ def test_a_warm_command_answers_as_the_script_and_leaves_nothing_behind(tmp_path
                 (real.returncode, real.stdout, real.stderr)
         with pytest.raises(FileNotFoundError):
             warm.run(["benchflow", "--list"], tmp_path, {**env, "PATH": str(tmp_path)})
+        # Past its timeout a command is killed and TimeoutExpired raised, as
+        # subprocess.run does (a hung run is never a plain failed exit); the server
+        # goes on serving.
+        (tmp_path / "hang.py").write_text("import time\ntime.sleep(600)\n")
+        write_suite(tmp_path / "hang.yaml", tiny_suite(model_modules=["hang.py"]))
+        with pytest.raises(subprocess.TimeoutExpired):
+            warm.run(["benchflow", "validate", "hang.yaml"], tmp_path, env, timeout=3)
+        assert warm.run(["benchflow", "validate", "with.yaml"], tmp_path, env).returncode == 0
     finally:
         warm.close()
