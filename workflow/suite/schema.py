@@ -19,7 +19,7 @@ from workflow.errors import ConfigError, key_path
 from workflow.files import file_problem, read_bytes
 from workflow.paths import REPO_ROOT
 from workflow.records import schemas
-from workflow.records.schemas import schema_problems
+from workflow.records.schemas import YAML_LOADER, schema_problems
 from workflow.suite.goldens_dir import goldens_dir_problems
 from workflow.suite.torchao import override_problems, with_torchao_skus
 
@@ -40,7 +40,6 @@ MAX_SUITE_BYTES = 4 * 1024 * 1024
 MAX_YAML_NODES = 200_000
 MAX_NESTING = 64
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _yaml_problem(exc: Exception) -> str:
@@ -170,7 +169,7 @@ def _check_depth(text: str, source: str) -> None:
     """Refuses nesting deeper than MAX_NESTING from the parser's events, before composing:
     libyaml composes recursively in C, where a deep enough file overflows the stack."""
     depth = 0
-    for event in yaml.parse(text, Loader=_YAML_LOADER):
+    for event in yaml.parse(text, Loader=YAML_LOADER):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_NESTING:
@@ -183,7 +182,7 @@ def _check_depth(text: str, source: str) -> None:
 
 def _load_yaml_text(text: str, source: str) -> Any:
     _check_depth(text, source)
-    loader = _YAML_LOADER(text)
+    loader = YAML_LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
