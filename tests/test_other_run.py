@@ -117,7 +117,13 @@ def test_a_snakemake_beside_a_running_one_is_refused_in_one_line(tmp_path):
 def test_a_second_real_run_names_the_first_during_its_job(tmp_path):
     """The issue's case: a first snakemake measuring (its batch's outputs marked
     incomplete), a second started then, and again with the advice Snakemake gave."""
-    suite = write_suite(tmp_path / "suite.yaml", tiny_suite())
+    # The first run's timings last (2 s a repetition: half a minute or more per batch),
+    # so that it is still measuring when the others start: a tiny suite whose exports
+    # come from the session's cache would finish in seconds, before the second was told.
+    suite = tiny_suite()
+    for sku in suite["skus"].values():
+        sku["measurement"]["min_time_s"] = 2.0
+    suite = write_suite(tmp_path / "suite.yaml", suite)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
            str(tmp_path), "--cores", "2", "results/report.json", "--configfile", str(suite)]
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
