@@ -5,6 +5,7 @@ the first run is making) (workflow/planning/other_run.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -34,6 +35,22 @@ CASES = [
      "this run started nothing there: run it again once PID N has ended"),
 ]
 FAKE = "import time; time.sleep(120)\n"
+# A model whose build waits until the file H_OTHER_RUN_RELEASE names exists.
+WAITING_MODEL = '''import os
+import time
+
+from workflow.models.common import finish, seeded
+from workflow.models.registry import benchmark_model
+
+
+@benchmark_model(default_shape=(2, 8), shape_doc="[rows, 8]")
+def h_other_run_waiting(config, dtype, layers, shape):
+    import torch
+
+    while not os.path.exists(os.environ["H_OTHER_RUN_RELEASE"]):
+        time.sleep(0.1)
+    return finish(torch.nn.Linear(8, 8), (torch.randn(*shape, generator=seeded()),), dtype)
+'''
 
 
 def fake_snakemake(tmp_path: Path, cwd: Path, *args: str) -> subprocess.Popen:
@@ -115,18 +132,21 @@ def test_a_snakemake_beside_a_running_one_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.e2e
 def test_a_second_real_run_names_the_first_during_its_job(tmp_path):
-    """The issue's case: a first snakemake measuring (its batch's outputs marked
+    """The issue's case: a first snakemake in its job (its batch's outputs marked
     incomplete), a second started then, and again with the advice Snakemake gave."""
-    # The first run's timings last (2 s a repetition: half a minute or more per batch),
-    # so that it is still measuring when the others start: a tiny suite whose exports
-    # come from the session's cache would finish in seconds, before the second was told.
-    suite = tiny_suite()
-    for sku in suite["skus"].values():
-        sku["measurement"]["min_time_s"] = 2.0
-    suite = write_suite(tmp_path / "suite.yaml", suite)
+    # The first run's one model waits in its export until the test releases it, so that
+    # the first is still in its job when the others start, whatever the machine's load,
+    # and costs no CPU meanwhile (a tiny suite's exports come from the session's cache:
+    # it would finish in seconds, before the second was told).
+    release = tmp_path / "release"
+    (tmp_path / "waiting.py").write_text(WAITING_MODEL)
+    suite = write_suite(tmp_path / "suite.yaml", tiny_suite(
+        skus={"host": tiny_suite()["skus"]["host"]}, model_modules=["waiting.py"],
+        workloads=[{"model": "h_other_run_waiting", "shapes": [[2, 8]]}]))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
            str(tmp_path), "--cores", "2", "results/report.json", "--configfile", str(suite)]
-    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, "H_OTHER_RUN_RELEASE": str(release)})
     try:
         incomplete = tmp_path / ".snakemake" / "incomplete"
         deadline = time.monotonic() + 300
@@ -148,6 +168,7 @@ def test_a_second_real_run_names_the_first_during_its_job(tmp_path):
                          "Traceback"):
                 assert said not in second.stderr, second.stderr
     finally:
+        release.touch()
         first.terminate()
         first.wait(timeout=120)
 

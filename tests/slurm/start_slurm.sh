@@ -42,9 +42,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 3
 fi
 
-# Debian's slurmctld, slurmd, client tools and munge; nothing else (no recommends:
-# slurm-wlm would pull in every plugin's development files).
-PACKAGES=(slurmctld slurmd slurm-client munge)
+mapfile -t PACKAGES < <(grep -v -e '^#' -e '^$' "$(dirname "$0")/debian-packages")
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
