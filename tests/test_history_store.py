@@ -9,6 +9,7 @@ import fnmatch
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -360,3 +361,30 @@ def test_a_legacy_store_opens_and_gets_its_marker(tmp_path):
     with open_store(where, write=True):
         pass
     assert json.loads((where / layout.MARKER).read_text())["rows"] == 84
+
+
+# A stand-in for chdb whose engine load is interrupted by Ctrl-C, and which answers as
+# chdb's __init__ does when the load fails: `ImportError: chdb-core engine not found`.
+INTERRUPTED_CHDB = '''\
+import os
+import signal
+
+try:
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the engine loads
+    sum(range(100_000))  # the load goes on: where Python delivers the interrupt
+except BaseException:
+    raise ImportError("chdb-core engine not found. Install it with: pip install chdb-core")
+'''
+
+
+def test_ctrl_c_while_chdb_loads_is_an_interrupt_not_a_broken_install(tmp_path, monkeypatch):
+    from workflow.history import engine
+
+    (tmp_path / "chdb").mkdir()
+    (tmp_path / "chdb" / "__init__.py").write_text(INTERRUPTED_CHDB)
+    (tmp_path / "chdb" / "session.py").write_text("Session = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("chdb", "chdb.session"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        engine.session(tmp_path / "store", tmp_path / "store", fresh=True)

@@ -44,12 +44,35 @@ def reason(exc: BaseException | str) -> str:
     return text[:160] + ("..." if len(text) > 160 else "")
 
 
+def _import_chdb_session():
+    """chdb's session module, a heavy import (a second or more; only embedded stores need
+    it), with Ctrl-C held until it is done: a Ctrl-C while chdb's engine loads was seen to
+    end as `ImportError: chdb-core engine not found` (chdb's __init__ answers an
+    ImportError while it loads the engine so), a traceback claiming a broken install. A
+    Ctrl-C meanwhile is delivered again right after, to whatever handles it here
+    (Python's KeyboardInterrupt, a job's quiet end)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        from chdb import session as chdb_session  # signal handlers are the main thread's
+        return chdb_session
+    held: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        from chdb import session as chdb_session
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
+    if held:
+        signal.raise_signal(signal.SIGINT)
+    return chdb_session
+
+
 def session(path: Path, where: Path, fresh: bool):
     """chdb's session on `where`. chdb says why it cannot start (a table definition it
     cannot parse, a full disk) on stderr, and raises only "Error initializing
     EmbeddedServer": its stderr is read here, so that the reason is the one line said."""
-    from chdb import session as chdb_session  # a heavy import; only embedded stores need it
-
+    chdb_session = _import_chdb_session()
     with tempfile.TemporaryFile() as said:
         saved = os.dup(2)
         os.dup2(said.fileno(), 2)
